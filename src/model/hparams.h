@@ -1,0 +1,45 @@
+// Hyper-parameters of the transformer families cohort runs (llama, qwen2,
+// qwen3), and the GGUF tensor names and shapes that llama.cpp uses for them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cohort::model {
+
+enum class Family { llama, qwen2, qwen3 };
+
+const char* family_name(Family f);
+// Throws cohort::Error listing the supported families.
+Family family_from_name(const std::string& name);
+
+struct HParams {
+  Family family = Family::llama;
+  int64_t n_vocab = 0;
+  int64_t n_ctx_train = 0;     // context length the model was trained for
+  int64_t n_embd = 0;          // hidden size
+  int64_t n_layer = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;       // grouped-query attention: n_head % n_head_kv == 0
+  int64_t head_dim = 0;        // usually n_embd / n_head (qwen3 may differ)
+  int64_t n_ff = 0;            // FFN inner size
+  float rope_freq_base = 10000.0f;
+  float rms_eps = 1e-5f;
+  bool tied_embeddings = false;  // no output.weight: the head reuses token_embd
+
+  bool has_qkv_bias() const { return family == Family::qwen2; }
+  bool has_qk_norm() const { return family == Family::qwen3; }
+};
+
+// One weight tensor of a model file: llama.cpp's name and ggml-order shape.
+struct TensorSpec {
+  std::string name;
+  std::vector<int64_t> shape;  // shape[0] is the contiguous dimension (inputs of a matrix)
+  bool is_matrix;              // 2-D weight (quantizable); else norm or bias (kept F32)
+};
+
+// Every tensor a model of these hyper-parameters has, in file order.
+std::vector<TensorSpec> tensor_specs(const HParams& hp);
+
+}  // namespace cohort::model

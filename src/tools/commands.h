@@ -1,0 +1,13 @@
+// Subcommands of the `cohort` binary. Each registers itself on the app and
+// sets a callback that runs it; errors propagate as cohort::Error and are
+// printed by main() as one `error:` line.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace cohort::tools {
+
+void register_info(CLI::App& app);
+void register_mkmodel(CLI::App& app);
+
+}  // namespace cohort::tools

@@ -1,0 +1,178 @@
+"""Corrupt and truncated GGUF files: every one must give one clear `error:`
+line and a non-zero exit, never a crash, hang or sanitizer report.
+
+Run with COHORT_BIN pointing at the ASan+UBSan build as well (scripts/test.sh
+does), so that memory errors fail the test instead of passing silently."""
+import random
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+SCALAR_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+
+class HeaderMap:
+    """Offsets of the fields of a GGUF header, found by walking it."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+        self.pos = 0
+        self.counts = []        # (offset, size): counts and lengths
+        self.types = []         # (offset, size): value and tensor type ids
+        self.dims = []          # (offset, size): tensor dimensions
+        self.offsets = []       # (offset, size): tensor data offsets
+        self.boundaries = [0]   # start of each section / entry
+        self._walk()
+
+    def _u(self, fmt):
+        v = struct.unpack_from(fmt, self.data, self.pos)[0]
+        self.pos += struct.calcsize(fmt)
+        return v
+
+    def _string(self):
+        self.counts.append((self.pos, 8))
+        n = self._u("<Q")
+        self.pos += n
+
+    def _value(self, t):
+        if t == 8:
+            self._string()
+        elif t == 9:
+            self.types.append((self.pos, 4))
+            et = self._u("<I")
+            self.counts.append((self.pos, 8))
+            n = self._u("<Q")
+            for _ in range(n):
+                self._value(et)
+        else:
+            self.pos += SCALAR_SIZES[t]
+
+    def _walk(self):
+        self.pos = 8
+        self.counts.append((self.pos, 8))
+        n_tensors = self._u("<Q")
+        self.counts.append((self.pos, 8))
+        n_kv = self._u("<Q")
+        self.boundaries.append(self.pos)
+        for _ in range(n_kv):
+            self._string()
+            self.types.append((self.pos, 4))
+            self._value(self._u("<I"))
+            self.boundaries.append(self.pos)
+        for _ in range(n_tensors):
+            self._string()
+            self.counts.append((self.pos, 4))
+            n_dims = self._u("<I")
+            for _ in range(n_dims):
+                self.dims.append((self.pos, 8))
+                self.pos += 8
+            self.types.append((self.pos, 4))
+            self.pos += 4
+            self.offsets.append((self.pos, 8))
+            self.pos += 8
+            self.boundaries.append(self.pos)
+        self.header_end = self.pos
+
+
+def run_info(cohort_bin, path):
+    res = subprocess.run([str(cohort_bin), "info", "-m", str(path)], capture_output=True,
+                         text=True, errors="replace", timeout=120)
+    return res
+
+
+def assert_clean_error(res, what):
+    assert res.returncode == 1, f"{what}: exit {res.returncode}\n{res.stderr[-2000:]}"
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), f"{what}: {res.stderr[-2000:]}"
+
+
+def assert_no_crash(res, what):
+    assert res.returncode in (0, 1), f"{what}: exit {res.returncode}\n{res.stderr[-2000:]}"
+    if res.returncode == 1:
+        assert_clean_error(res, what)
+
+
+@pytest.fixture(scope="module")
+def header(default_model):
+    with open(default_model, "rb") as f:
+        data = f.read(8 << 20)
+    return HeaderMap(data)
+
+
+def test_truncation_at_every_section_boundary_and_random_points(tmp_path, cohort_bin,
+                                                                default_model, header):
+    from gguf import GGUFReader
+    # the end of the last tensor's data; trailing padding after it may be cut freely
+    size = max(int(t.data_offset) + int(t.n_bytes) for t in GGUFReader(str(default_model)).tensors)
+    rng = random.Random(1)
+    cuts = set(header.boundaries) | {header.header_end, header.header_end + 1}
+    cuts |= {b + d for b in header.boundaries[:50] for d in (1, 4, 7)}
+    cuts |= {rng.randrange(0, header.header_end) for _ in range(40)}
+    cuts |= {rng.randrange(header.header_end, size) for _ in range(40)}
+    cuts |= {size - 1, size - 32}
+    cuts = sorted((c for c in cuts if c < size), reverse=True)
+    work = tmp_path / "cut.gguf"
+    shutil.copyfile(default_model, work)
+    for n in cuts:  # shrinking one copy in place: no rewrite of the 100 MB file
+        with open(work, "r+b") as f:
+            f.truncate(n)
+        assert_clean_error(run_info(cohort_bin, work), f"truncated at {n}")
+
+
+EXTREMES = [0, 1, 0x7F, 0xFF, 0x7FFF_FFFF, 0xFFFF_FFFF, 0x7FFF_FFFF_FFFF_FFFF,
+            0x8000_0000_0000_0000, 0xFFFF_FFFF_FFFF_FFFF]
+
+
+def flipped_files(header, rng):
+    groups = {"count": header.counts, "type": header.types, "dim": header.dims,
+              "offset": header.offsets}
+    for name, fields in groups.items():
+        picks = fields if len(fields) <= 30 else fields[:10] + rng.sample(fields[10:], 20)
+        for off, width in picks:
+            for v in EXTREMES:
+                yield f"{name}@{off}={v:#x}", off, (v & ((1 << (8 * width)) - 1)).to_bytes(
+                    width, "little")
+
+
+def test_header_fields_set_to_extreme_values(tmp_path, cohort_bin, default_model, header):
+    rng = random.Random(2)
+    work = tmp_path / "flip.gguf"
+    shutil.copyfile(default_model, work)
+    n_errors = n_ok = 0
+    with open(work, "r+b") as f:
+        for what, off, new in flipped_files(header, rng):
+            f.seek(off)
+            old = f.read(len(new))
+            f.seek(off)
+            f.write(new)
+            f.flush()
+            res = run_info(cohort_bin, work)
+            assert_no_crash(res, what)
+            n_errors += res.returncode == 1
+            n_ok += res.returncode == 0
+            f.seek(off)
+            f.write(old)
+    # Most extreme values must be refused; a few (a count of 1, a valid type) stay valid.
+    assert n_errors > 5 * n_ok
+
+
+def test_random_byte_mutations_of_the_header(tmp_path, cohort_bin, default_model, header):
+    rng = random.Random(3)
+    base = bytearray(header.data[:header.header_end + 64])
+    for i in range(60):
+        data = bytearray(base)
+        for _ in range(rng.randint(1, 8)):
+            data[rng.randrange(0, len(data))] = rng.randrange(256)
+        path = tmp_path / f"m{i}.gguf"
+        path.write_bytes(bytes(data))
+        assert_no_crash(run_info(cohort_bin, path), f"mutation {i}")
+
+
+def test_not_a_file_and_empty_file(tmp_path, cohort_bin):
+    assert_clean_error(run_info(cohort_bin, tmp_path / "missing.gguf"), "missing")
+    assert_clean_error(run_info(cohort_bin, tmp_path), "directory")
+    empty = tmp_path / "empty.gguf"
+    empty.write_bytes(b"")
+    assert_clean_error(run_info(cohort_bin, empty), "empty")
