@@ -12,3 +12,12 @@ target_compile_definitions(cohort_fmt INTERFACE FMT_HEADER_ONLY=1)
 if(COHORT_TESTS)
   find_package(GTest REQUIRED)
 endif()
+
+# PCRE2 (8-bit, JIT) for the tokenizer's pre-tokenizer regexes, linked
+# statically so the binary does not depend on the library's soname.
+find_path(PCRE2_INCLUDE_DIR pcre2.h REQUIRED)
+find_library(PCRE2_8_STATIC_LIBRARY NAMES libpcre2-8.a pcre2-8 REQUIRED)
+add_library(cohort_pcre2 INTERFACE)
+target_include_directories(cohort_pcre2 SYSTEM INTERFACE ${PCRE2_INCLUDE_DIR})
+target_compile_definitions(cohort_pcre2 INTERFACE PCRE2_STATIC)
+target_link_libraries(cohort_pcre2 INTERFACE ${PCRE2_8_STATIC_LIBRARY})

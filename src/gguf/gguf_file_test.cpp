@@ -72,10 +72,11 @@ std::string parse_error(const std::vector<uint8_t>& bytes) {
     EXPECT_NE(msg_.find(substring), std::string::npos) << "message: '" << msg_ << "'"; \
   } while (0)
 
-// A valid file with one F32 tensor of 8 elements.
+// A valid file with one F32 tensor of 8 elements (32 bytes of data, which
+// end the file).
 Bytes one_tensor_file(uint64_t offset = 0, uint32_t type = 0, std::vector<int64_t> shape = {8}) {
   Bytes b;
-  b.header(1, 1).kv_u32("general.alignment", 32).tensor("w", shape, type, offset).pad(32).zeros(64);
+  b.header(1, 1).kv_u32("general.alignment", 32).tensor("w", shape, type, offset).pad(32).zeros(32);
   return b;
 }
 
@@ -127,11 +128,11 @@ TEST(GgufFile, RejectsCountsLargerThanTheFile) {
 
 TEST(GgufFile, RejectsHugeStringAndArrayLengths) {
   Bytes s;
-  s.header(0, 1).pod<uint64_t>(1ull << 62);
-  EXPECT_PARSE_ERROR(s.get(), "truncated");
+  s.header(0, 1).pod<uint64_t>(1ull << 62).zeros(16);
+  EXPECT_PARSE_ERROR(s.get(), "truncated: key of a metadata entry needs 4611686018427387904 bytes");
   Bytes a;
-  a.header(0, 1).str("k").pod<uint32_t>(9).pod<uint32_t>(4).pod<uint64_t>(1ull << 61);
-  EXPECT_PARSE_ERROR(a.get(), "array of");
+  a.header(0, 1).str("k").pod<uint32_t>(9).pod<uint32_t>(4).pod<uint64_t>(1ull << 61).zeros(16);
+  EXPECT_PARSE_ERROR(a.get(), "array of 2305843009213693952 uint32 elements exceeds");
 }
 
 TEST(GgufFile, RejectsUnknownValueType) {

@@ -6,9 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "gguf/gguf_file.h"
+
 namespace cohort::model {
 
 enum class Family { llama, qwen2, qwen3 };
+enum class RopeScaling { none, linear, yarn, llama3 };
 
 const char* family_name(Family f);
 // Throws cohort::Error listing the supported families.
@@ -27,10 +30,23 @@ struct HParams {
   float rope_freq_base = 10000.0f;
   float rms_eps = 1e-5f;
   bool tied_embeddings = false;  // no output.weight: the head reuses token_embd
+  int64_t n_rot = 0;             // rotated dims per head (rope.dimension_count)
+  RopeScaling rope_scaling = RopeScaling::none;
+  float rope_scale = 1.0f;       // context extension factor (1 = none)
+  int64_t n_ctx_orig = 0;        // pre-extension context (YaRN)
+  float yarn_attn_factor = 1.0f;
+  float yarn_beta_fast = 32.0f;
+  float yarn_beta_slow = 1.0f;
 
   bool has_qkv_bias() const { return family == Family::qwen2; }
   bool has_qk_norm() const { return family == Family::qwen3; }
 };
+
+// Reads the hyper-parameters of a GGUF model file. Throws cohort::Error for
+// an unsupported architecture or RoPE scaling (naming what is supported) and
+// for missing or inconsistent values (naming the key). Does not look at
+// tensors except to detect tied embeddings.
+HParams hparams_from_gguf(const gguf::GgufFile& file);
 
 // One weight tensor of a model file: llama.cpp's name and ggml-order shape.
 struct TensorSpec {

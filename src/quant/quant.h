@@ -3,7 +3,10 @@
 //
 // Supported for compute: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q4_K Q5_K Q6_K.
 // Results are bit-exact with gguf-py's numpy dequantizers (gguf.quants).
-// n is a count of elements and must be a multiple of the type's block size.
+// n is a count of elements and must be a multiple of the type's block size
+// (else cohort::Error, as for an unsupported type); n == 0 touches nothing.
+// REQUIRES: quantized data aligned to 2 bytes, F32 data and x to 4 (GGUF
+// tensor data is, and every block is an even number of bytes).
 // Functions are thread-safe (no shared state besides the ISA choice).
 #pragma once
 

@@ -8,6 +8,12 @@
 namespace cohort::tools {
 
 void register_info(CLI::App& app);
+void register_chat_template(CLI::App& app);
 void register_mkmodel(CLI::App& app);
+void register_tokenize(CLI::App& app);
+void register_detokenize(CLI::App& app);
+void register_logits(CLI::App& app);
+void register_bench(CLI::App& app);
+void register_run(CLI::App& app);
 
 }  // namespace cohort::tools

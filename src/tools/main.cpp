@@ -1,19 +1,31 @@
 // The `cohort` binary: one executable, one subcommand per job.
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "common/error.h"
 #include "tools/commands.h"
+#include "tools/flags.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"cohort: an LLM inference server with phase-exclusive scheduling"};
   app.require_subcommand(1);
   cohort::tools::register_info(app);
+  cohort::tools::register_chat_template(app);
   cohort::tools::register_mkmodel(app);
+  cohort::tools::register_tokenize(app);
+  cohort::tools::register_detokenize(app);
+  cohort::tools::register_logits(app);
+  cohort::tools::register_bench(app);
+  cohort::tools::register_run(app);
   try {
-    app.parse(argc, argv);
+    const std::vector<std::string> args = cohort::tools::normalize_flags(argc, argv);
+    std::vector<const char*> normalized;
+    for (const std::string& a : args) normalized.push_back(a.c_str());
+    app.parse(argc, normalized.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -1,6 +1,7 @@
 """Shared fixtures: the cohort binary under test and the default model.
 
-COHORT_BIN overrides the binary (the sanitizer build runs the same tests).
+COHORT_BIN overrides the binary (the sanitizer build runs the same tests);
+COHORT_QUANT_PROBE overrides the quant_probe test binary likewise.
 """
 import os
 import pathlib
@@ -23,6 +24,15 @@ def cohort_bin() -> pathlib.Path:
     path = pathlib.Path(os.environ.get("COHORT_BIN", ROOT / "build" / "bin" / "cohort"))
     if not path.exists():
         pytest.fail(f"cohort binary not found at {path}; build first (scripts/test.sh does)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def quant_probe() -> pathlib.Path:
+    path = pathlib.Path(os.environ.get("COHORT_QUANT_PROBE",
+                                       ROOT / "build" / "bin" / "quant_probe"))
+    if not path.exists():
+        pytest.fail(f"quant_probe not found at {path}; build first (target quant_probe)")
     return path
 
 

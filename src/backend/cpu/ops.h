@@ -1,0 +1,58 @@
+// The CPU implementations of the ops the forward pass needs. Activations are
+// F32, row-major, one row per token: x [n_tok, n] means x + t * n is token t.
+// Every op is the reference for its CUDA twin. Loops over rows or heads run on
+// the given ThreadPool; no op allocates.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "backend/cpu/weight_view.h"
+#include "common/thread_pool.h"
+
+namespace cohort::cpu {
+
+// y [n_tok, w.n_out] = x [n_tok, w.n_in] · wᵀ
+void matmul(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tok, float* y);
+
+// y [n_tok, n] = x / rms(x) * weight, per row. y may alias x.
+void rms_norm(ThreadPool& pool, const float* x, const float* weight, int64_t n_tok, int64_t n,
+              float eps, float* y);
+
+// x [n_tok, n] += bias [n]
+void add_bias(float* x, const float* bias, int64_t n_tok, int64_t n);
+
+// y [n_tok, n] = silu(gate) * up. y may alias gate.
+void silu_mul(ThreadPool& pool, const float* gate, const float* up, int64_t n_tok, int64_t n,
+              float* y);
+
+// x [n] += y [n]
+void add_in_place(float* x, const float* y, int64_t n);
+
+// Rotary position embedding, applied in place to x [n_tok, n_heads, head_dim]
+// (only the first n_rot dims of each head rotate).
+struct RopeParams {
+  int64_t n_rot = 0;            // rotated dims per head
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;      // 1 / linear scaling factor
+  bool neox = false;            // pairs (i, i + n_rot/2) instead of (2i, 2i + 1)
+  const float* freq_factors = nullptr;  // [n_rot / 2] divisors (llama3 rope_freqs), or null
+  // YaRN (ext_factor > 0 enables the ramp between interpolation and extrapolation)
+  float ext_factor = 0.0f;
+  float attn_factor = 1.0f;
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
+  int64_t n_ctx_orig = 0;
+};
+inline constexpr int64_t kMaxRopeDims = 512;
+// REQUIRES: p.n_rot even, <= kMaxRopeDims and <= head_dim.
+void rope(const RopeParams& p, float* x, const int32_t* positions, int64_t n_tok,
+          int64_t n_heads, int64_t head_dim);
+
+// out [n] = softmax(x [n]) computed in place.
+void softmax_in_place(float* x, int64_t n);
+
+// dst [n] = row `index` of an embedding matrix (dequantized).
+void get_row(const WeightView& w, int64_t index, float* dst);
+
+}  // namespace cohort::cpu

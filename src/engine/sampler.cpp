@@ -1,0 +1,93 @@
+#include "engine/sampler.h"
+
+#include <cmath>
+
+#include "common/error.h"
+
+namespace cohort::engine {
+namespace {
+
+template <typename T>
+void require(bool ok, const char* field, T value, const char* rule) {
+  if (!ok) fail("invalid sampling parameter {} = {}: must be {}", field, value, rule);
+}
+
+}  // namespace
+
+void SamplingParams::validate() const {
+  require(std::isfinite(temp), "temp", temp, "a finite number");
+  require(top_k >= 0, "top_k", top_k, ">= 0 (0 disables it)");
+  require(top_p > 0.0f && top_p <= 1.0f, "top_p", top_p, "in (0, 1]");
+  require(min_p >= 0.0f && min_p <= 1.0f, "min_p", min_p, "in [0, 1]");
+  require(std::isfinite(repeat_penalty) && repeat_penalty > 0.0f, "repeat_penalty",
+          repeat_penalty, "> 0 (1 disables it)");
+  require(std::isfinite(presence_penalty), "presence_penalty", presence_penalty,
+          "a finite number");
+  require(std::isfinite(frequency_penalty), "frequency_penalty", frequency_penalty,
+          "a finite number");
+  require(repeat_last_n >= -1, "repeat_last_n", repeat_last_n,
+          ">= -1 (0 disables it, -1 means the context size)");
+}
+
+Sampler::Sampler(const SamplingParams& params, int n_vocab, int n_ctx)
+    : params_(params), n_vocab_(n_vocab) {
+  params_.validate();
+  if (n_vocab < 1) fail("sampler: n_vocab = {} must be >= 1", n_vocab);
+  if (params_.repeat_last_n == -1 && n_ctx < 1)
+    fail("sampler: repeat_last_n = -1 needs the context size, got n_ctx = {}", n_ctx);
+  window_ = static_cast<size_t>(params_.repeat_last_n == -1 ? n_ctx : params_.repeat_last_n);
+  seed_ = params_.seed == kRandomSeed ? std::random_device{}() : params_.seed;
+  candidates_.data.reserve(static_cast<size_t>(n_vocab));
+  recent_.reserve(window_);
+  penalty_scratch_.reserve(window_);
+  reset();
+}
+
+void Sampler::reset() {
+  rng_.seed(seed_);
+  recent_.clear();
+  recent_next_ = 0;
+  candidates_.size = 0;
+}
+
+double Sampler::next_uniform() {
+  return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+}
+
+void Sampler::accept(int32_t token) {
+  if (window_ == 0) return;
+  if (recent_.size() < window_) {
+    recent_.push_back(token);
+    return;
+  }
+  recent_[recent_next_] = token;
+  recent_next_ = (recent_next_ + 1) % window_;
+}
+
+int32_t Sampler::sample(std::span<const float> logits) {
+  if (logits.size() != static_cast<size_t>(n_vocab_))
+    fail("sampler: got {} logits for a vocabulary of {}", logits.size(), n_vocab_);
+  Candidates& c = candidates_;
+  c.assign(logits);
+  const PenaltyParams penalties{params_.repeat_penalty, params_.frequency_penalty,
+                                params_.presence_penalty};
+  apply_penalties(c, recent(), penalties, penalty_scratch_);
+  const size_t best = argmax(c);
+  if (!std::isfinite(c.data[best].logit))
+    fail("sampler: no finite maximum among {} logits (max = {})", n_vocab_, c.data[best].logit);
+  if (params_.temp <= 0.0f) {
+    const int32_t token = c.data[best].id;
+    c.size = 0;
+    return token;
+  }
+  apply_top_k(c, params_.top_k);
+  apply_top_p(c, params_.top_p);
+  apply_min_p(c, params_.min_p);
+  apply_temperature(c, params_.temp);
+  // A tiny temperature can overflow the best logit to +inf: that is greedy.
+  const size_t top = argmax(c);
+  if (!std::isfinite(c.data[top].logit)) return c.data[top].id;
+  return c.data[draw(c, next_uniform())].id;
+}
+
+}  // namespace cohort::engine

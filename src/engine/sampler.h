@@ -1,0 +1,91 @@
+// Token sampling: the parameters of a request and the per-sequence sampler.
+//
+// The chain is llama.cpp's common sampler default order (common/sampling.cpp),
+// without the samplers that are off by default there:
+//   penalties -> top_k -> (typical: skipped) -> top_p -> min_p -> temperature -> draw
+// so top_p and min_p see the distribution before temperature, as in
+// llama.cpp. temp <= 0 is greedy: the argmax of the penalized logits (which
+// is what the full chain yields for temp <= 0, since every filter keeps the
+// maximum). Each filter's exact rule is in engine/candidates.h.
+//
+// Determinism: each Sampler owns its generator, std::mt19937_64 (whose
+// output sequence the C++ standard fixes), and turns one output into a
+// uniform double in [0, 1) itself, avoiding the library-specific
+// std::uniform_real_distribution. The same seed, logits and accepted
+// tokens give the same tokens on every platform, whatever other sequences
+// do. Results are not bit-identical to llama.cpp's (different generator).
+//
+// Allocation: the constructor sizes all scratch (candidates [n_vocab], the
+// penalty window); sample() and accept() do not allocate.
+// Thread safety: none; one Sampler per sequence, used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "engine/candidates.h"
+
+namespace cohort::engine {
+
+inline constexpr uint32_t kRandomSeed = 0xFFFFFFFF;  // LLAMA_DEFAULT_SEED: draw a seed
+
+// Defaults are llama.cpp's (common_params_sampling).
+struct SamplingParams {
+  float temp = 0.80f;              // <= 0: greedy
+  int32_t top_k = 40;              // 0: off
+  float top_p = 0.95f;             // (0, 1]; 1: off
+  float min_p = 0.05f;             // [0, 1]; 0: off
+  float repeat_penalty = 1.00f;    // > 0; 1: off
+  float presence_penalty = 0.00f;  // 0: off
+  float frequency_penalty = 0.00f; // 0: off
+  int32_t repeat_last_n = 64;      // penalty window in tokens; 0: off; -1: context size
+  uint32_t seed = kRandomSeed;
+
+  // Throws cohort::Error naming the first bad field and its value.
+  void validate() const;
+};
+
+class Sampler {
+ public:
+  // Validates `params`. n_ctx resolves repeat_last_n = -1.
+  // REQUIRES: n_vocab >= 1; n_ctx >= 1 if repeat_last_n == -1 (else cohort::Error).
+  Sampler(const SamplingParams& params, int n_vocab, int n_ctx = 0);
+
+  // Picks the next token from `logits` [n_vocab] (not modified). Does not
+  // accept it: call accept() with the token actually emitted.
+  // Throws cohort::Error if logits.size() != n_vocab or, after penalties, the
+  // largest logit is not finite (+inf, or all -inf/NaN).
+  int32_t sample(std::span<const float> logits);
+
+  // Adds a token to the penalty window (generated tokens, and prompt tokens
+  // too if the caller wants them penalized, as llama-server does).
+  void accept(int32_t token);
+
+  // Forgets the accepted tokens and restarts the generator from seed().
+  void reset();
+
+  const SamplingParams& params() const { return params_; }
+  uint32_t seed() const { return seed_; }  // the effective seed (drawn if kRandomSeed)
+  int n_vocab() const { return n_vocab_; }
+  // The candidates left by the last sample() before the draw (for tests and
+  // post-sampling probabilities). Empty after a greedy sample().
+  const Candidates& candidates() const { return candidates_; }
+
+ private:
+  double next_uniform();  // [0, 1), 53 random bits
+  std::span<const int32_t> recent() const { return recent_; }
+
+  SamplingParams params_;
+  int n_vocab_;
+  uint32_t seed_;
+  std::mt19937_64 rng_;
+  Candidates candidates_;           // scratch, [n_vocab]
+  std::vector<int32_t> recent_;     // ring buffer of accepted tokens, [<= window_]
+  size_t recent_next_ = 0;          // next slot to overwrite once full
+  size_t window_ = 0;               // resolved repeat_last_n
+  std::vector<int32_t> penalty_scratch_;  // [window_]
+};
+
+}  // namespace cohort::engine

@@ -1,0 +1,43 @@
+#include "sched/request.h"
+
+#include "common/error.h"
+
+namespace cohort::sched {
+
+void validate(const RequestSpec& spec) {
+  if (spec.n_prompt < 1) fail("n_prompt must be at least 1 token (got {})", spec.n_prompt);
+  if (spec.max_new_tokens < 1 && spec.max_new_tokens != kNoLimit) {
+    fail("max_new_tokens must be at least 1, or {} for no limit (got {})", kNoLimit,
+         spec.max_new_tokens);
+  }
+}
+
+const char* state_name(RequestState state) {
+  switch (state) {
+    case RequestState::kQueued: return "queued";
+    case RequestState::kPrefill: return "prefill";
+    case RequestState::kReady: return "ready";
+    case RequestState::kDecode: return "decode";
+    case RequestState::kFinished: return "finished";
+    case RequestState::kCancelled: return "cancelled";
+  }
+  return "?";
+}
+
+const char* reason_name(EndReason reason) {
+  switch (reason) {
+    case EndReason::kStop: return "stop";
+    case EndReason::kLength: return "length";
+    case EndReason::kCancelled: return "cancelled";
+    case EndReason::kError: return "error";
+    case EndReason::kNoKvRoom: return "no_kv_room";
+  }
+  return "?";
+}
+
+RequestState end_state(EndReason reason) {
+  return reason == EndReason::kStop || reason == EndReason::kLength ? RequestState::kFinished
+                                                                    : RequestState::kCancelled;
+}
+
+}  // namespace cohort::sched

@@ -1,0 +1,163 @@
+#include "tokenizer/spm.h"
+
+#include <algorithm>
+#include <string>
+
+#include "tokenizer/utf8.h"
+
+namespace cohort::tokenizer {
+namespace {
+
+struct Symbol {
+  int32_t prev, next;
+  uint32_t begin, length;  // length 0: merged away
+};
+
+struct Bigram {
+  float score;
+  int32_t left, right;
+  uint32_t length;  // of left + right when queued
+};
+
+// Max-heap order: highest score, then leftmost.
+struct Lower {
+  bool operator()(const Bigram& a, const Bigram& b) const {
+    return a.score < b.score || (a.score == b.score && a.left > b.left);
+  }
+};
+
+constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581
+
+uint64_t pack(std::string_view bytes) {
+  uint64_t key = bytes.size();
+  for (char c : bytes) key = (key << 8) | static_cast<uint8_t>(c);
+  return key;
+}
+
+class SpmSession {
+ public:
+  SpmSession(const SpmModel& model, const Vocab& vocab, std::string_view text)
+      : model_(model), vocab_(vocab), text_(text) {}
+
+  void run(std::vector<int32_t>& out) {
+    split_characters();
+    const auto n = static_cast<int32_t>(symbols_.size());
+    int32_t begin = 0;
+    for (int32_t i = 1; i <= n; ++i) {
+      if (i < n && !independent_from_previous(i)) continue;
+      symbols_[begin].prev = -1;
+      symbols_[i - 1].next = -1;
+      merge(begin, i);
+      begin = i;
+    }
+    for (const Symbol& s : symbols_) {
+      if (s.length > 0) emit(s, out);
+    }
+  }
+
+ private:
+  bool independent_from_previous(int32_t i) const {
+    const Symbol& s = symbols_[i];
+    if (text_.substr(s.begin, s.length) != kSpace) return false;
+    const Symbol& p = symbols_[i - 1];
+    return !model_.joins_space(text_.substr(p.begin, p.length));
+  }
+
+  // The merge loop over symbols [begin, end).
+  void merge(int32_t begin, int32_t end) {
+    heap_.clear();
+    for (int32_t i = begin + 1; i < end; ++i) try_bigram(i - 1, i);
+    while (!heap_.empty()) {
+      std::pop_heap(heap_.begin(), heap_.end(), Lower{});
+      const Bigram b = heap_.back();
+      heap_.pop_back();
+      Symbol& left = symbols_[b.left];
+      Symbol& right = symbols_[b.right];
+      // Stale when either side has been merged since (lengths changed).
+      if (left.length == 0 || right.length == 0 || left.length + right.length != b.length) continue;
+      left.length += right.length;
+      right.length = 0;
+      left.next = right.next;
+      if (right.next >= 0) symbols_[right.next].prev = b.left;
+      try_bigram(left.prev, b.left);
+      try_bigram(b.left, left.next);
+    }
+  }
+
+  void split_characters() {
+    symbols_.reserve(text_.size());
+    size_t pos = 0;
+    while (pos < text_.size()) {
+      const size_t n = std::min(utf8_lead_length(static_cast<uint8_t>(text_[pos])), text_.size() - pos);
+      const auto index = static_cast<int32_t>(symbols_.size());
+      symbols_.push_back({index - 1, pos + n < text_.size() ? index + 1 : -1,
+                          static_cast<uint32_t>(pos), static_cast<uint32_t>(n)});
+      pos += n;
+    }
+  }
+
+  void try_bigram(int32_t left, int32_t right) {
+    if (left < 0 || right < 0) return;
+    const uint32_t length = symbols_[left].length + symbols_[right].length;
+    const int32_t token = vocab_.find(text_.substr(symbols_[left].begin, length));
+    if (token == kNoToken) return;
+    heap_.push_back({vocab_.token(token).score, left, right, length});
+    std::push_heap(heap_.begin(), heap_.end(), Lower{});
+  }
+
+  // A symbol that is not a token can only be a single (unmerged) character:
+  // every merge result is a token. It is emitted byte by byte.
+  void emit(const Symbol& s, std::vector<int32_t>& out) const {
+    const std::string_view piece = text_.substr(s.begin, s.length);
+    if (const int32_t token = vocab_.find(piece); token != kNoToken) {
+      out.push_back(token);
+      return;
+    }
+    for (char c : piece) {
+      int32_t t = vocab_.byte_token(static_cast<uint8_t>(c));
+      if (t == kNoToken) t = vocab_.unk();  // llama.cpp aborts here; unk is the kinder answer
+      if (t != kNoToken) out.push_back(t);
+    }
+  }
+
+  const SpmModel& model_;
+  const Vocab& vocab_;
+  std::string_view text_;
+  std::vector<Symbol> symbols_;
+  std::vector<Bigram> heap_;
+};
+
+}  // namespace
+
+SpmModel::SpmModel(const Vocab& vocab) {
+  for (int32_t id = 0; id < vocab.n_tokens(); ++id) {
+    const std::string_view text = vocab.token(id).text;
+    for (size_t p = text.find(kSpace, 1); p != std::string_view::npos; p = text.find(kSpace, p + 1)) {
+      for (size_t k = 1; k <= 4 && k <= p; ++k) before_space_.insert(pack(text.substr(p - k, k)));
+    }
+  }
+}
+
+bool SpmModel::joins_space(std::string_view before) const {
+  return before.size() > 4 || before_space_.count(pack(before)) != 0;
+}
+
+void SpmModel::encode(const Vocab& vocab, std::string_view text, std::vector<int32_t>& out) const {
+  SpmSession(*this, vocab, text).run(out);
+}
+
+std::string spm_escape(std::string_view text, bool prefix_space) {
+  std::string out;
+  out.reserve(text.size() + text.size() / 4 + 3);
+  if (prefix_space) out += kSpace;
+  for (char c : text) {
+    if (c == ' ') {
+      out += kSpace;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace cohort::tokenizer

@@ -1,0 +1,109 @@
+#include "tools/bench_report.h"
+
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+
+namespace cohort::tools {
+namespace {
+
+double mean(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+double stddev(const std::vector<double>& v) {
+  if (v.size() < 2) return 0.0;
+  const double m = mean(v);
+  double s = 0.0;
+  for (double x : v) s += (x - m) * (x - m);
+  return std::sqrt(s / static_cast<double>(v.size() - 1));
+}
+
+std::vector<double> as_double(const std::vector<uint64_t>& v) {
+  return {v.begin(), v.end()};
+}
+
+nlohmann::ordered_json to_json(const BenchRecord& r) {
+  return {{"model_filename", r.model_filename}, {"model_type", r.model_type},
+          {"model_size", r.model_size}, {"model_n_params", r.model_n_params},
+          {"backends", r.backend}, {"n_batch", r.n_batch}, {"n_ubatch", r.n_ubatch},
+          {"n_threads", r.n_threads}, {"split_mode", r.split_mode}, {"allreduce", r.allreduce},
+          {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"test_time", r.test_time},
+          {"avg_ns", static_cast<uint64_t>(r.avg_ns())},
+          {"stddev_ns", static_cast<uint64_t>(r.stddev_ns())}, {"avg_ts", r.avg_ts()},
+          {"stddev_ts", r.stddev_ts()}, {"samples_ns", r.samples_ns}, {"samples_ts", r.samples_ts()}};
+}
+
+std::string size_text(uint64_t bytes) {
+  return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
+
+std::string params_text(uint64_t n) {
+  return n >= 1000000000ull ? fmt::format("{:.2f} B", static_cast<double>(n) / 1e9)
+                            : fmt::format("{:.2f} M", static_cast<double>(n) / 1e6);
+}
+
+void print_md(const std::vector<BenchRecord>& records) {
+  fmt::print("| model | size | params | backend | threads | n_batch | n_ubatch | test | t/s |\n");
+  fmt::print("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
+  for (const BenchRecord& r : records) {
+    fmt::print("| {} | {} | {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} |\n", r.model_type,
+               size_text(r.model_size), params_text(r.model_n_params), r.backend, r.n_threads,
+               r.n_batch, r.n_ubatch, r.test_name(), r.avg_ts(), r.stddev_ts());
+  }
+}
+
+void print_csv(const std::vector<BenchRecord>& records) {
+  fmt::print("model_filename,model_type,model_size,model_n_params,backends,n_batch,n_ubatch,"
+             "n_threads,split_mode,allreduce,n_prompt,n_gen,test_time,avg_ns,stddev_ns,avg_ts,"
+             "stddev_ts\n");
+  for (const BenchRecord& r : records) {
+    fmt::print("\"{}\",\"{}\",{},{},{},{},{},{},{},{},{},{},{},{:.0f},{:.0f},{:.6f},{:.6f}\n",
+               r.model_filename, r.model_type, r.model_size, r.model_n_params, r.backend,
+               r.n_batch, r.n_ubatch, r.n_threads, r.split_mode, r.allreduce, r.n_prompt, r.n_gen,
+               r.test_time, r.avg_ns(), r.stddev_ns(), r.avg_ts(), r.stddev_ts());
+  }
+}
+
+}  // namespace
+
+double BenchRecord::avg_ns() const { return mean(as_double(samples_ns)); }
+double BenchRecord::stddev_ns() const { return stddev(as_double(samples_ns)); }
+
+std::vector<double> BenchRecord::samples_ts() const {
+  std::vector<double> ts;
+  for (uint64_t ns : samples_ns) ts.push_back(1e9 * (n_prompt + n_gen) / static_cast<double>(ns));
+  return ts;
+}
+
+double BenchRecord::avg_ts() const { return mean(samples_ts()); }
+double BenchRecord::stddev_ts() const { return stddev(samples_ts()); }
+
+std::string BenchRecord::test_name() const {
+  if (n_gen == 0) return fmt::format("pp{}", n_prompt);
+  if (n_prompt == 0) return fmt::format("tg{}", n_gen);
+  return fmt::format("pp{}+tg{}", n_prompt, n_gen);
+}
+
+void print_bench(const std::vector<BenchRecord>& records, const std::string& format) {
+  if (format == "md") {
+    print_md(records);
+  } else if (format == "csv") {
+    print_csv(records);
+  } else if (format == "json" || format == "jsonl") {
+    nlohmann::ordered_json all = nlohmann::ordered_json::array();
+    for (const BenchRecord& r : records) {
+      if (format == "jsonl") fmt::print("{}\n", to_json(r).dump());
+      all.push_back(to_json(r));
+    }
+    if (format == "json") fmt::print("{}\n", all.dump(2));
+  } else {
+    fail("-o: unknown output format '{}' (md, json, jsonl, csv)", format);
+  }
+}
+
+}  // namespace cohort::tools

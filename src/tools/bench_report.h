@@ -1,0 +1,39 @@
+// Records and output formats of `cohort bench`, named as llama-bench names
+// them so that scripts written for one read the other.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cohort::tools {
+
+struct BenchRecord {
+  std::string model_filename;
+  std::string model_type;     // "llama 135M Q4_1"
+  uint64_t model_size = 0;    // bytes of tensors
+  uint64_t model_n_params = 0;
+  std::string backend = "CPU";
+  int n_batch = 0;
+  int n_ubatch = 0;
+  int n_threads = 0;
+  std::string split_mode = "none";
+  std::string allreduce = "none";
+  int n_prompt = 0;
+  int n_gen = 0;
+  std::string test_time;      // ISO 8601, UTC
+  std::vector<uint64_t> samples_ns;
+
+  double avg_ns() const;
+  double stddev_ns() const;
+  std::vector<double> samples_ts() const;  // tokens/s per sample
+  double avg_ts() const;
+  double stddev_ts() const;
+  std::string test_name() const;           // "pp512", "tg128", "pp512+tg128"
+};
+
+// Prints records in llama-bench's formats: "md", "json", "jsonl" or "csv".
+// Throws cohort::Error for another format name.
+void print_bench(const std::vector<BenchRecord>& records, const std::string& format);
+
+}  // namespace cohort::tools

@@ -1,0 +1,157 @@
+// `cohort bench`: prompt-processing and generation throughput, as llama-bench
+// measures them (-p 512 -n 128 -r 5; several values per flag give several
+// rows; one warm-up run per configuration is not counted).
+#include <chrono>
+#include <ctime>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "engine/decoder.h"
+#include "gguf/file_type.h"
+#include "model/model.h"
+#include "tools/bench_report.h"
+#include "tools/commands.h"
+
+namespace cohort::tools {
+namespace {
+
+struct BenchOptions {
+  std::string model;
+  std::vector<int> n_prompt{512};
+  std::vector<int> n_gen{128};
+  std::vector<std::string> pg;
+  std::vector<int> threads{0};
+  std::vector<int> n_batch{2048};
+  std::vector<int> n_ubatch{512};
+  int repetitions = 5;
+  std::string output = "md";
+};
+
+struct Test {
+  int n_prompt;
+  int n_gen;
+};
+
+// One timed run: the prompt in chunks of n_batch (logits for the last token
+// only), then n_gen single-token steps, from an empty cache.
+uint64_t run_once(engine::Decoder& dec, const Test& t, std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> token(0, dec.n_vocab() - 1);
+  dec.free_sequence(0);
+  engine::Batch batch;
+  const auto start = std::chrono::steady_clock::now();
+  int pos = 0;
+  while (pos < t.n_prompt) {
+    batch.clear();
+    const int n = std::min(dec.options().n_batch, t.n_prompt - pos);
+    for (int i = 0; i < n; ++i, ++pos) batch.add(token(rng), pos, 0, pos == t.n_prompt - 1);
+    dec.decode(batch);
+  }
+  for (int i = 0; i < t.n_gen; ++i, ++pos) {
+    batch.clear();
+    batch.add(token(rng), pos, 0, true);
+    dec.decode(batch);
+  }
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::steady_clock::now() - start);
+  return static_cast<uint64_t>(ns.count());
+}
+
+std::vector<Test> tests_of(const BenchOptions& o) {
+  std::vector<Test> tests;
+  for (int p : o.n_prompt) {
+    if (p > 0) tests.push_back({p, 0});
+  }
+  for (int n : o.n_gen) {
+    if (n > 0) tests.push_back({0, n});
+  }
+  for (const std::string& s : o.pg) {
+    int p = 0, n = 0;
+    if (std::sscanf(s.c_str(), "%d,%d", &p, &n) != 2 || p < 0 || n < 0) {
+      fail("-pg: expected PROMPT,GEN (for example 512,128), got '{}'", s);
+    }
+    tests.push_back({p, n});
+  }
+  return tests;
+}
+
+std::string now_iso8601() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+BenchRecord base_record(const model::Model& m, const std::string& path) {
+  BenchRecord r;
+  r.model_filename = path;
+  const gguf::GgufFile& f = m.file();
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    r.model_size += t.n_bytes;
+    r.model_n_params += t.n_elements;
+  }
+  auto ftype = f.metadata().get_int("general.file_type");
+  r.model_type = fmt::format("{} {:.0f}M {}", f.architecture(),
+                             static_cast<double>(r.model_n_params) / 1e6,
+                             ftype ? gguf::file_type_name(*ftype) : "?");
+  return r;
+}
+
+void run_bench(const BenchOptions& o) {
+  if (o.repetitions < 1) fail("-r must be at least 1, got {}", o.repetitions);
+  const std::vector<Test> tests = tests_of(o);
+  auto model = model::Model::load(o.model);
+  std::vector<BenchRecord> records;
+  std::mt19937 rng(1234);
+  for (int threads : o.threads) {
+    for (int nb : o.n_batch) {
+      for (int nub : o.n_ubatch) {
+        for (const Test& t : tests) {
+          engine::DecoderOptions d;
+          d.n_ctx = t.n_prompt + t.n_gen + 16;
+          d.n_batch = nb;
+          d.n_ubatch = nub;
+          d.n_threads = threads;
+          engine::Decoder dec(*model, d);
+          BenchRecord r = base_record(*model, o.model);
+          r.n_batch = nb;
+          r.n_ubatch = nub;
+          r.n_threads = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
+          r.n_prompt = t.n_prompt;
+          r.n_gen = t.n_gen;
+          r.test_time = now_iso8601();
+          run_once(dec, t, rng);  // warm-up
+          for (int i = 0; i < o.repetitions; ++i) r.samples_ns.push_back(run_once(dec, t, rng));
+          if (o.output == "md") fmt::print(stderr, "bench: {} done\n", r.test_name());
+          records.push_back(std::move(r));
+        }
+      }
+    }
+  }
+  print_bench(records, o.output);
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* cmd = app.add_subcommand("bench", "prompt and generation throughput (llama-bench)");
+  cmd->add_option("-m,--model", o->model, "GGUF file")->required();
+  cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens (comma-separated list)")->delimiter(',');
+  cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens (list)")->delimiter(',');
+  cmd->add_option("--pg", o->pg, "prompt then generation: PROMPT,GEN (repeatable)");
+  cmd->add_option("-t,--threads", o->threads, "threads (list)")->delimiter(',');
+  cmd->add_option("-b,--batch-size", o->n_batch, "batch size (list)")->delimiter(',');
+  cmd->add_option("--ubatch-size", o->n_ubatch, "micro-batch size (list)")->delimiter(',');
+  cmd->add_option("-r,--repetitions", o->repetitions, "timed runs per test");
+  cmd->add_option("-o,--output", o->output, "md, json, jsonl or csv");
+  cmd->callback([o] { run_bench(*o); });
+}
+
+}  // namespace cohort::tools

@@ -1,0 +1,119 @@
+"""The CPU forward pass against llama.cpp and against an independent F64
+reference: teacher-forced logits over >= 512 positions for the default model
+and for random-weight models of each family and block type; batched equals
+unbatched.
+
+llama.cpp's CPU dot products round the activations to the weight's partner
+type (Q8_0, Q8_K, BF16, F16) first; cohort's reference path keeps them F32.
+So the F64 forward (tests/python/f64_forward.py) decides which side is closer
+to exact, and every top-1 disagreement between cohort and llama.cpp must be a
+position where llama.cpp itself departs from the F64 top-1."""
+import numpy as np
+import pytest
+
+from conftest import run_cohort
+import f64_forward
+from reference import cohort_logits, compare, llama_cpp_logits
+
+N_POSITIONS = 520
+
+TEXT = (
+    "The quick brown fox jumps over the lazy dog. In 1969, Apollo 11 landed on the Moon; "
+    "Neil Armstrong said: \"That's one small step for man.\" def fib(n):\n    return n if n < 2 "
+    "else fib(n - 1) + fib(n - 2)\n Prices rose 3.5% to $1,024.99 on 2024-02-29. Ça va? "
+    "Привет, мир! 你好，世界。 Γειά σου κόσμε. The mitochondria is the powerhouse of the cell. "
+)
+
+
+def default_model_ids(path, n):
+    from llama_cpp import Llama
+    vocab = Llama(model_path=str(path), vocab_only=True, verbose=False)
+    ids = vocab.tokenize((TEXT * 20).encode(), add_bos=False, special=False)
+    assert len(ids) >= n
+    return ids[:n]
+
+
+def random_ids(n_vocab, n, seed=0):
+    return np.random.default_rng(seed).integers(3, n_vocab, size=n).tolist()
+
+
+def check_three_way(name, exact, llama, ours, full_precision):
+    ours_exact, llama_exact, ours_llama = (compare(exact, ours), compare(exact, llama),
+                                           compare(llama, ours))
+    print(f"\n{name}: cohort vs F64 {ours_exact}\n{name}: llama.cpp vs F64 {llama_exact}"
+          f"\n{name}: cohort vs llama.cpp {ours_llama}")
+    # cohort's F32 path is (near) exact
+    assert ours_exact["top1"] >= 0.995 and ours_exact["kld"] <= 1e-6, ours_exact
+    assert ours_exact["kld"] <= llama_exact["kld"], (ours_exact, llama_exact)
+    # and within the issue's bounds of llama.cpp
+    assert ours_llama["kld"] <= (1e-4 if full_precision else 5e-3), ours_llama
+    # every top-1 disagreement with llama.cpp is one where llama.cpp departs from exact
+    disagree = exact.argmax(-1) != llama.argmax(-1)
+    ours_vs_llama = ours.argmax(-1) != llama.argmax(-1)
+    assert not (ours_vs_llama & ~disagree).any(), np.nonzero(ours_vs_llama & ~disagree)
+
+
+def test_default_model_logits_match_llama_cpp(tmp_path, cohort_bin, default_model):
+    ids = default_model_ids(default_model, N_POSITIONS)
+    llama = llama_cpp_logits(default_model, ids)
+    ours = cohort_logits(cohort_bin, default_model, [ids], tmp_path, llama.shape[1])
+    m = compare(llama, ours)
+    print(f"\ndefault model Q4_1 vs llama.cpp: {m}")
+    assert m["top1"] >= 0.98 and m["kld"] <= 5e-3, m
+    exact = f64_forward.forward(default_model, ids)
+    check_three_way("default model Q4_1", exact, llama, ours, full_precision=False)
+
+
+FULL_PRECISION = {"f16", "bf16", "f32"}
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3"])
+@pytest.mark.parametrize("qtype", ["f16", "bf16", "q8_0", "q4_k", "q6_k", "q4_0", "q4_1", "q5_k"])
+def test_mkmodel_logits_match_llama_cpp(tmp_path, cohort_bin, arch, qtype):
+    path = tmp_path / f"{arch}-{qtype}.gguf"
+    run_cohort(cohort_bin, "mkmodel", "--preset", "tiny", "--arch", arch, "--type", qtype,
+               "-o", path)
+    ids = random_ids(512, N_POSITIONS, seed=len(arch) * 31 + len(qtype))
+    llama = llama_cpp_logits(path, ids)
+    ours = cohort_logits(cohort_bin, path, [ids], tmp_path, llama.shape[1])
+    exact = f64_forward.forward(path, ids)
+    check_three_way(f"{arch} {qtype}", exact, llama, ours, qtype in FULL_PRECISION)
+
+
+def test_batched_equals_unbatched(tmp_path, cohort_bin):
+    path = tmp_path / "tiny.gguf"
+    run_cohort(cohort_bin, "mkmodel", "--preset", "tiny", "--arch", "qwen3", "--type", "q4_k",
+               "-o", path)
+    seqs = [random_ids(512, n, seed=n) for n in (37, 80, 5, 64)]
+    alone = cohort_logits(cohort_bin, path, seqs, tmp_path, 512)
+    for extra in (["--together"], ["--together", "-ub", "7"], ["-ub", "16", "-b", "16"],
+                  ["--together", "-b", "33", "-ub", "5", "-t", "1"]):
+        other = cohort_logits(cohort_bin, path, seqs, tmp_path, 512, extra)
+        np.testing.assert_allclose(other, alone, rtol=1e-5, atol=1e-5, err_msg=str(extra))
+
+
+def test_context_overflow_and_unsupported_arch_are_clear_errors(tmp_path, cohort_bin):
+    path = tmp_path / "tiny.gguf"
+    run_cohort(cohort_bin, "mkmodel", "--preset", "tiny", "--type", "f16", "-o", path)
+    ids = tmp_path / "ids.json"
+    ids.write_text("[" + ",".join(["[" + ",".join(["5"] * 100) + "]"]) + "]")
+    res = run_cohort(cohort_bin, "logits", "-m", path, "--ids", ids, "-o", tmp_path / "o",
+                     "-c", "64", check=False)
+    assert res.returncode == 1 and res.stderr.startswith("error: ")
+    assert "context" in res.stderr or "KV" in res.stderr, res.stderr
+    ids.write_text("[[1, 2, 99999]]")
+    res = run_cohort(cohort_bin, "logits", "-m", path, "--ids", ids, "-o", tmp_path / "o",
+                     check=False)
+    assert res.returncode == 1 and "99999" in res.stderr, res.stderr
+    # an architecture outside the supported families
+    from gguf import GGUFWriter
+    other = tmp_path / "gpt2.gguf"
+    w = GGUFWriter(str(other), "gpt2")
+    w.add_tensor("token_embd.weight", np.zeros((8, 32), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    res = run_cohort(cohort_bin, "logits", "-m", other, "--ids", ids, "-o", tmp_path / "o",
+                     check=False)
+    assert res.returncode == 1 and "unsupported architecture 'gpt2'" in res.stderr, res.stderr
