@@ -2,6 +2,7 @@
 // render with, and a case type. Test-only.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,8 @@ struct RenderCase {
   const char* source;
   const char* expected;
 };
+
+inline void PrintTo(const RenderCase& c, std::ostream* os) { *os << c.source; }
 
 inline std::string render_case_name(const testing::TestParamInfo<RenderCase>& info) { return info.param.name; }
 

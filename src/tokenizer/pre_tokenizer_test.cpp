@@ -44,9 +44,8 @@ TEST(PreTokenizer, UnicodeWhiteSpaceIsSpace) {
   EXPECT_EQ(split("qwen2", "a\xC2\x85\xC2\x85" "b"), (Words{"a", "\xC2\x85", "\xC2\x85" "b"}));
 }
 
-TEST(PreTokenizer, TildeIsNoSymbolInDeepseekV3) {
-  EXPECT_EQ(split("deepseek-v3", " ~~"), (Words{" ", "~~"}));
-  EXPECT_EQ(split("deepseek-v3", " ++"), (Words{" ++"}));
+TEST(PreTokenizer, SymbolsAndPunctuationGroupInDeepseekV3) {
+  EXPECT_EQ(split("deepseek-v3", "host:~$ ls"), (Words{"host", ":~$", " ls"}));
 }
 
 TEST(PreTokenizer, EmptyMatchesSplitWithoutText) {
@@ -69,7 +68,7 @@ TEST(PreTokenizer, EveryTypeCompilesAndCoversItsInput) {
 TEST(RegexRewrite, ClassesDropLiteralWhiteSpace) {
   EXPECT_EQ(rewrite_for_pcre2("[\xE3\x80\x80-\xE3\x80\x82]"), "[\\x{3001}-\\x{3002}]");
   EXPECT_EQ(rewrite_for_pcre2("\\p{Lu}+"), "\\p{L}+");
-  EXPECT_EQ(rewrite_for_pcre2("[^\\p{S}]"), "(?:~|[^\\p{S}])");
+  EXPECT_EQ(rewrite_for_pcre2("[^\\p{S}\\s]"), "[^\\p{S}\\t-\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}]");
   EXPECT_THROW(rewrite_for_pcre2("[\\S]"), Error);
 }
 

@@ -71,7 +71,7 @@ class Rewriter {
     if (std::string_view prop = property_at(i_); !prop.empty()) {
       i_ += prop.size();
       prop = normalized_property(prop);
-      out_ += prop == "\\p{S}" ? "(?:(?!~)\\p{S})" : std::string(prop);
+      out_ += prop;
       return;
     }
     const char c = i_ + 1 < p_.size() ? p_[i_ + 1] : '\0';
@@ -128,13 +128,10 @@ class Rewriter {
     const bool negated = i_ < p_.size() && p_[i_] == '^';
     if (negated) ++i_;
     std::string items;
-    bool has_symbol_property = false;
     while (i_ < p_.size() && p_[i_] != ']') {
       if (std::string_view prop = property_at(i_); !prop.empty()) {
         i_ += prop.size();
-        prop = normalized_property(prop);
-        has_symbol_property |= prop == "\\p{S}";
-        items += prop;
+        items += normalized_property(prop);
         continue;
       }
       if (p_[i_] == '\\' && i_ + 1 < p_.size() && p_[i_ + 1] == 'S') {
@@ -149,14 +146,7 @@ class Rewriter {
     }
     if (i_ >= p_.size()) fail("pre-tokenizer regex: unterminated class in '{}'", p_);
     ++i_;  // ']'
-    const std::string cls = fmt::format("[{}{}]", negated ? "^" : "", items);
-    if (!has_symbol_property) {
-      out_ += cls;
-    } else if (negated) {
-      out_ += fmt::format("(?:~|{})", cls);
-    } else {
-      out_ += fmt::format("(?:(?!~){})", cls);
-    }
+    out_ += fmt::format("[{}{}]", negated ? "^" : "", items);
   }
 
   std::string_view p_;

@@ -10,7 +10,6 @@
 //   - \s and \S mean Unicode White_Space (ASCII \t-\r and space, U+0085,
 //     U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000);
 //   - \p{Lu} \p{Ll} \p{Lt} \p{Lm} \p{Lo} all mean \p{L};
-//   - \p{S} does not match '~' (llama.cpp's ASCII table for symbols omits it);
 //   - a literal non-ASCII White_Space character inside a class never matches
 //     (the text holds '\v' there), so it is removed from classes and ranges.
 #pragma once

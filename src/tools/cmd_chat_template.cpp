@@ -7,7 +7,7 @@
 // tokenizer.chat_template; bos/eos strings from --bos/--eos, else from the
 // model's vocabulary. FILE.json ("-": stdin) holds either the messages array
 // or an object {"messages": [...], ...} whose other keys (tools,
-// enable_thinking, date_string...) are template variables too. The prompt is
+// enable_thinking, date_string, even bos_token...) are template variables too. The prompt is
 // printed exactly, with no newline added. Like a server, a missing or
 // unsupported template falls back to ChatML with a warning on stderr;
 // --strict makes that an error instead.
@@ -98,8 +98,8 @@ void run(const Options& opt, const CLI::App& cmd) {
   std::string prompt;
   if (opt.strict) {
     if (!have_template) fail("the model has no chat template");
-    extra["bos_token"] = bos;
-    extra["eos_token"] = eos;
+    if (!extra.contains("bos_token")) extra["bos_token"] = bos;
+    if (!extra.contains("eos_token")) extra["eos_token"] = eos;
     prompt = chat::ChatTemplate::parse(source).render(messages, opt.add_generation_prompt, extra);
   } else {
     auto warn = [](const std::string& msg) { fmt::print(stderr, "warning: {}\n", msg); };

@@ -15,5 +15,6 @@ void register_detokenize(CLI::App& app);
 void register_logits(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_run(CLI::App& app);
+void register_perplexity(CLI::App& app);
 
 }  // namespace cohort::tools

@@ -1,0 +1,36 @@
+// Answering on an Exchange in the API's formats, and the boundary every
+// route runs behind: whatever a handler throws becomes an error response
+// (RequestError -> its status; cohort::Error -> 400, as the project's
+// recoverable errors name bad input; anything else -> 500), so no request
+// can crash the server or leave it without an answer.
+//
+// Thread safety: stateless; each call works on its own Exchange.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "server/http_exchange.h"
+#include "server/http_server.h"
+#include "server/request_fields.h"
+#include "server/served_model.h"
+
+namespace cohort::server {
+
+void reply_json(Exchange& exchange, int status, const Json& body);
+// {"error": {message, type, param, code}} with the type for `status`.
+void reply_error(Exchange& exchange, int status, const std::string& message, const std::string& param = "",
+                 const std::string& code = "");
+// llama-server's answer while the model loads:
+// 503 {"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}.
+void reply_loading(Exchange& exchange);
+
+// The HttpServer's own error bodies (404, 405, 413, ...) in OpenAI's format.
+ErrorBody openai_error_body(int status, const std::string& message);
+
+// A handler that needs the loaded model: answers 503 while loading, and runs
+// `body` behind the error boundary described above.
+using ModelHandler = std::function<void(Exchange&, ServedModel&)>;
+Handler with_model(ServingState& state, ModelHandler body);
+
+}  // namespace cohort::server

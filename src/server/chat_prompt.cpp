@@ -1,0 +1,122 @@
+#include "server/chat_prompt.h"
+
+#include <array>
+#include <mutex>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "chat/chat_template.h"
+#include "common/error.h"
+
+namespace cohort::server {
+namespace {
+
+constexpr std::array<std::string_view, 5> kRoles = {"system", "developer", "user", "assistant", "tool"};
+
+std::string check_role(const Json& message, const std::string& at) {
+  const auto it = message.find("role");
+  if (it == message.end()) reject_field(at + ".role", "is required");
+  if (!it->is_string()) reject_field(at + ".role", fmt::format("must be a string, got {}", json_type_name(*it)));
+  const std::string role = it->get<std::string>();
+  for (std::string_view r : kRoles) {
+    if (role == r) return role == "developer" ? "system" : role;
+  }
+  reject_field(at + ".role", fmt::format("'{}' is not one of system, developer, user, assistant, tool",
+                                         role.substr(0, 64)));
+}
+
+// Text parts joined with "\n".
+std::string join_parts(const Json& parts, const std::string& at) {
+  std::string text;
+  for (size_t j = 0; j < parts.size(); ++j) {
+    const Json& part = parts[j];
+    const std::string here = fmt::format("{}[{}]", at, j);
+    if (!part.is_object()) reject_field(here, fmt::format("must be an object, got {}", json_type_name(part)));
+    const auto type = part.find("type");
+    if (type == part.end() || !type->is_string()) reject_field(here + ".type", "must be a string");
+    if (*type != "text") {
+      reject_field(here + ".type", fmt::format("'{}' is not supported; only \"text\" parts are",
+                                               type->get<std::string>().substr(0, 64)));
+    }
+    const auto t = part.find("text");
+    if (t == part.end() || !t->is_string()) reject_field(here + ".text", "must be a string");
+    if (j > 0) text += "\n";
+    text += t->get<std::string>();
+  }
+  return text;
+}
+
+Json normalize_content(const Json& message, const std::string& role, const std::string& at) {
+  const auto it = message.find("content");
+  const bool has_tool_calls = message.contains("tool_calls") && !message["tool_calls"].is_null();
+  if (it == message.end() || it->is_null()) {
+    if (role == "assistant" && has_tool_calls) return nullptr;
+    reject_field(at + ".content", "is required");
+  }
+  if (it->is_string()) return *it;
+  if (it->is_array()) return join_parts(*it, at + ".content");
+  reject_field(at + ".content",
+               fmt::format("must be a string or an array of text parts, got {}", json_type_name(*it)));
+}
+
+void warn_once(const std::string& message) {
+  static std::once_flag once;
+  std::call_once(once, [&] { fmt::print(stderr, "warning: chat template: {}\n", message); });
+}
+
+std::string piece_or_empty(const tokenizer::Tokenizer& tok, int32_t id) {
+  return id >= 0 ? tok.token_to_piece(id, true) : std::string();
+}
+
+}  // namespace
+
+Json normalize_messages(const Json& messages) {
+  if (!messages.is_array()) {
+    reject_field("messages", fmt::format("must be an array, got {}", json_type_name(messages)));
+  }
+  if (messages.empty()) reject_field("messages", "must not be empty");
+  Json out = Json::array();
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const std::string at = fmt::format("messages[{}]", i);
+    const Json& m = messages[i];
+    if (!m.is_object()) reject_field(at, fmt::format("must be an object, got {}", json_type_name(m)));
+    const std::string role = check_role(m, at);
+    Json n = m;
+    n["role"] = role;
+    n["content"] = normalize_content(m, role, at);
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+
+std::string render_chat_prompt(const Json& normalized, const std::string& chat_template,
+                               const tokenizer::Tokenizer& tokenizer, const Json& kwargs) {
+  const std::string bos = piece_or_empty(tokenizer, tokenizer.bos());
+  const std::string eos = piece_or_empty(tokenizer, tokenizer.eos());
+  std::string text;
+  try {
+    text = chat::render_chat(chat_template, normalized, true, bos, eos, warn_once,
+                             kwargs.is_object() ? kwargs : Json());
+  } catch (const Error& e) {
+    throw RequestError(400, fmt::format("the chat template refused the messages: {}", e.what()),
+                       "messages");
+  }
+  if (tokenizer.vocab().add_bos() && !bos.empty() && text.starts_with(bos)) text.erase(0, bos.size());
+  if (tokenizer.vocab().add_eos() && !eos.empty() && text.ends_with(eos)) {
+    text.erase(text.size() - eos.size());
+  }
+  return text;
+}
+
+std::vector<int32_t> chat_prompt_tokens(const Json& normalized, const std::string& chat_template,
+                                        const tokenizer::Tokenizer& tokenizer, const Json& kwargs) {
+  const std::string text = render_chat_prompt(normalized, chat_template, tokenizer, kwargs);
+  try {
+    return tokenizer.encode(text, true, true);
+  } catch (const Error& e) {
+    throw RequestError(400, fmt::format("cannot tokenize the prompt: {}", e.what()), "messages");
+  }
+}
+
+}  // namespace cohort::server

@@ -1,0 +1,43 @@
+// OpenAI chat messages -> the prompt tokens a model expects.
+//
+// Messages are checked (role system | developer | user | assistant | tool;
+// content a string, null for an assistant message with tool_calls, or an
+// array of {"type": "text", "text": ...} parts), then normalised for the
+// chat template: text parts joined with "\n" into one string (what
+// llama-server does for templates that take plain content), "developer"
+// renamed "system"; other keys (name, tool_calls, tool_call_id) are kept.
+//
+// Rendering follows llama-server: the template gets bos_token/eos_token;
+// a rendered prompt that starts with the BOS text loses it when the
+// vocabulary adds BOS itself (and one ending in the EOS text loses that when
+// it adds EOS), then the text is tokenized with add_special and
+// parse_special, so a template's BOS appears exactly once.
+// ref: llama.cpp common/chat.cpp (apply(): "To avoid double BOS / EOS tokens").
+//
+// Errors are RequestError 400 naming the message field ("messages[2].role"),
+// or naming "messages" when the template itself refuses the conversation.
+// Thread safety: pure functions (the fallback warning is printed once).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "server/request_fields.h"
+#include "tokenizer/tokenizer.h"
+
+namespace cohort::server {
+
+// The checked and normalised copy of `messages` (the request's field).
+Json normalize_messages(const Json& messages);
+
+// The rendered prompt text (before tokenizing), with the BOS/EOS text
+// handling above. `kwargs`: chat_template_kwargs (an object) or null.
+std::string render_chat_prompt(const Json& normalized, const std::string& chat_template,
+                               const tokenizer::Tokenizer& tokenizer, const Json& kwargs);
+
+// render_chat_prompt, tokenized.
+std::vector<int32_t> chat_prompt_tokens(const Json& normalized, const std::string& chat_template,
+                                        const tokenizer::Tokenizer& tokenizer, const Json& kwargs);
+
+}  // namespace cohort::server

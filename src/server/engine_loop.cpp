@@ -1,0 +1,330 @@
+#include "server/engine_loop.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "engine/logprobs.h"
+
+namespace cohort::server {
+namespace {
+
+constexpr auto kIdleWait = std::chrono::milliseconds(50);
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double millis(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+engine::FinishReason finish_of(sched::EndReason r) {
+  switch (r) {
+    case sched::EndReason::kStop: return engine::FinishReason::stop;
+    case sched::EndReason::kLength: return engine::FinishReason::length;
+    default: return engine::FinishReason::none;
+  }
+}
+
+}  // namespace
+
+EngineLoop::EngineLoop(const model::Model& model, const tokenizer::Tokenizer& tokenizer,
+                       const EngineOptions& options)
+    : model_(model),
+      tokenizer_(tokenizer),
+      options_(options),
+      n_ctx_slot_(options.decoder.n_ctx / std::max(1, options.scheduler.n_slots)),
+      decoder_(model, options.decoder),
+      kv_room_(decoder_.blocks(), [this](sched::RequestId id) { return prompt_of(id); }),
+      scheduler_(options.scheduler, kv_room_),
+      slots_(static_cast<size_t>(options.scheduler.n_slots)),
+      output_row_(static_cast<size_t>(options.scheduler.n_slots), -1) {
+  if (n_ctx_slot_ < 2) {
+    fail("-c {} over {} slots leaves {} positions per slot; at least 2 are needed",
+         options.decoder.n_ctx, options.scheduler.n_slots, n_ctx_slot_);
+  }
+  if (!options.trace_path.empty()) {
+    trace_file_.open(options.trace_path, std::ios::out | std::ios::trunc);
+    if (!trace_file_) fail("--trace-batches: cannot write '{}'", options.trace_path);
+    trace_.emplace(trace_file_);
+  }
+  for (int32_t id = 0; id < tokenizer.n_vocab(); ++id) {
+    if (tokenizer.is_eog(id)) eog_tokens_.push_back(id);
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+EngineLoop::~EngineLoop() {
+  stop_.store(true);
+  thread_.join();
+}
+
+std::shared_ptr<RequestHandle> EngineLoop::submit(GenerationRequest request) {
+  const int n_prompt = static_cast<int>(request.prompt.size());
+  if (n_prompt == 0) fail("the prompt is empty");
+  if (n_prompt >= n_ctx_slot_) {
+    fail("the prompt has {} tokens; the context of a slot holds {} (prompt plus at least one "
+         "generated token)", n_prompt, n_ctx_slot_);
+  }
+  for (int32_t t : request.prompt) {
+    if (t < 0 || t >= tokenizer_.n_vocab()) fail("prompt token id {} is outside the vocabulary", t);
+  }
+  request.sampling.validate();
+  const int room = n_ctx_slot_ - n_prompt;
+  sched::RequestSpec spec{n_prompt, request.max_tokens < 0 ? room : std::min(request.max_tokens, room)};
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Submit under the lock so that the engine thread finds the request in
+  // pending_ when the scheduler admits it.
+  const sched::RequestId id = scheduler_.submit(spec);
+  auto handle = std::make_shared<RequestHandle>(static_cast<uint64_t>(id));
+  pending_.emplace(id, Pending{handle, std::move(request), Clock::now()});
+  ++requests_total_;
+  return handle;
+}
+
+std::span<const int32_t> EngineLoop::prompt_of(sched::RequestId id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = pending_.find(id);
+  assert(it != pending_.end());
+  return it->second.request.prompt;  // pending_ nodes are stable until erased by this thread
+}
+
+void EngineLoop::run() {
+  while (!stop_.load()) {
+    forward_cancellations();
+    const sched::BatchPlan& plan = scheduler_.plan();
+    apply_endings(plan);
+    apply_admissions(plan);
+    if (trace_) trace_->record(plan, scheduler_.counters());
+    if (!plan.has_work()) {
+      scheduler_.wait_for_work(kIdleWait);
+      continue;
+    }
+    execute(plan);
+    scheduler_.on_step_done(result_);
+    publish_slots();
+  }
+}
+
+void EngineLoop::publish_slots() {
+  std::vector<ServiceStats::Slot> snapshot;
+  const auto slots = scheduler_.slots();
+  for (size_t i = 0; i < slots.size(); ++i) {
+    ServiceStats::Slot s{static_cast<int>(i), false, 0, "idle", 0, 0};
+    if (slots[i]) {
+      s.busy = true;
+      s.request = static_cast<uint64_t>(slots[i]->id);
+      s.state = sched::state_name(slots[i]->state);
+      s.n_prompt = slots[i]->n_prompt();
+      s.n_generated = slots[i]->n_generated;
+    }
+    snapshot.push_back(std::move(s));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  slot_snapshot_ = std::move(snapshot);
+}
+
+// A handle cancelled by its HTTP thread (client gone) becomes a scheduler
+// cancellation; the request leaves at the next plan.
+void EngineLoop::forward_cancellations() {
+  for (auto& s : slots_) {
+    if (s && !s->done && s->handle->cancelled()) scheduler_.cancel(s->id);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [id, p] : pending_) {
+    if (p.handle->cancelled()) scheduler_.cancel(id);
+  }
+}
+
+void EngineLoop::apply_endings(const sched::BatchPlan& plan) {
+  for (const sched::Ending& e : plan.ended) {
+    if (e.slot >= 0 && slots_[static_cast<size_t>(e.slot)] &&
+        slots_[static_cast<size_t>(e.slot)]->id == e.id) {
+      SlotState& s = *slots_[static_cast<size_t>(e.slot)];
+      const bool failed = e.reason == sched::EndReason::kError || e.reason == sched::EndReason::kNoKvRoom;
+      if (!s.done) {
+        finish(s, finish_of(e.reason), failed ? fmt::format("request ended: {}", sched::reason_name(e.reason)) : "");
+      }
+      slots_[static_cast<size_t>(e.slot)].reset();
+      continue;
+    }
+    // Ended while queued: never admitted.
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = pending_.find(e.id);
+    if (it == pending_.end()) continue;
+    GenerationEvent ev;
+    ev.done = true;
+    if (e.reason != sched::EndReason::kCancelled) {
+      ev.error = fmt::format("request ended: {}", sched::reason_name(e.reason));
+    }
+    it->second.handle->push(std::move(ev));
+    pending_.erase(it);
+  }
+}
+
+void EngineLoop::apply_admissions(const sched::BatchPlan& plan) {
+  for (const sched::Admission& a : plan.admitted) {
+    Pending p;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = pending_.find(a.id);
+      assert(it != pending_.end());
+      p = std::move(it->second);
+      pending_.erase(it);
+    }
+    engine::StopParams sp;
+    if (!p.request.ignore_eos) sp.eog_tokens.insert(eog_tokens_.begin(), eog_tokens_.end());
+    sp.stop = p.request.stop;
+    auto& slot = slots_[static_cast<size_t>(a.slot)];
+    slot.emplace(std::move(p.handle), std::move(p.request), a.id, decoder_.n_vocab(), n_ctx_slot_,
+                 tokenizer_.detokenizer(false), std::move(sp));
+    slot->n_cached = a.n_cached;
+    slot->submitted = p.submitted;
+  }
+}
+
+void EngineLoop::build_batch(const sched::BatchPlan& plan) {
+  batch_.clear();
+  std::fill(output_row_.begin(), output_row_.end(), -1);
+  int n_out = 0;
+  for (const sched::PlanRow& row : plan.rows) {
+    SlotState& s = *slots_[static_cast<size_t>(row.slot)];
+    if (!s.started) {
+      s.started = true;
+      s.first_step = Clock::now();
+    }
+    if (row.kind == sched::RowKind::kDecode) {
+      batch_.add(s.last_token, row.pos, row.slot, true);
+      output_row_[static_cast<size_t>(row.slot)] = n_out++;
+      continue;
+    }
+    for (int i = 0; i < row.n_tokens; ++i) {
+      const bool last = row.last_chunk && i == row.n_tokens - 1;
+      batch_.add(s.request.prompt[static_cast<size_t>(row.pos + i)], row.pos + i, row.slot, last);
+      if (last) output_row_[static_cast<size_t>(row.slot)] = n_out++;
+    }
+  }
+}
+
+void EngineLoop::execute(const sched::BatchPlan& plan) {
+  result_.clear();
+  build_batch(plan);
+  std::span<const float> logits;
+  const size_t n_vocab = static_cast<size_t>(decoder_.n_vocab());
+  try {
+    if (!batch_.empty()) logits = decoder_.decode(batch_);
+  } catch (const Error& e) {
+    fmt::print(stderr, "error: step {} failed: {}\n", plan.step, e.what());
+    result_.failed = true;
+    return;
+  }
+  auto row_logits = [&](int slot) {
+    return logits.subspan(static_cast<size_t>(output_row_[static_cast<size_t>(slot)]) * n_vocab, n_vocab);
+  };
+  for (const sched::SlotRef& k : plan.keep_logits) {
+    auto src = row_logits(k.slot);
+    slots_[static_cast<size_t>(k.slot)]->kept_logits.assign(src.begin(), src.end());
+  }
+  for (const sched::SlotRef& f : plan.first_tokens) {
+    SlotState& s = *slots_[static_cast<size_t>(f.slot)];
+    const bool fresh = output_row_[static_cast<size_t>(f.slot)] >= 0;
+    sample_slot(f.slot, fresh ? row_logits(f.slot) : std::span<const float>(s.kept_logits), result_);
+    s.kept_logits = {};
+  }
+  for (const sched::PlanRow& row : plan.rows) {
+    if (row.kind == sched::RowKind::kDecode) sample_slot(row.slot, row_logits(row.slot), result_);
+  }
+}
+
+void EngineLoop::sample_slot(int slot, std::span<const float> logits, sched::StepResult& result) {
+  SlotState& s = *slots_[static_cast<size_t>(slot)];
+  GenerationEvent ev;
+  GeneratedToken tok;
+  try {
+    tok.id = s.sampler.sample(logits);
+  } catch (const Error& e) {
+    result.failed_slots.push_back(slot);
+    finish(s, engine::FinishReason::none, e.what());
+    return;
+  }
+  s.sampler.accept(tok.id);
+  s.last_token = tok.id;
+  if (s.request.n_logprobs >= 0) {
+    tok.logprob = engine::compute_logprobs(logits, tok.id, s.request.n_logprobs, tok.top);
+  }
+  // An end-of-generation token's own text (e.g. "<|im_end|>") is never shown.
+  const bool eog = !s.request.ignore_eos &&
+                   std::find(eog_tokens_.begin(), eog_tokens_.end(), tok.id) != eog_tokens_.end();
+  engine::StopResult r = s.stop.push(tok.id, eog ? std::string() : s.detok.push(tok.id));
+  tok.text = std::move(r.text);
+  const auto now = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (s.stop.n_generated() == 1) {
+      s.first_token = now;
+      histograms_.add_ttft(seconds(now - s.submitted));
+    } else {
+      histograms_.add_itl(seconds(now - s.last_token_time));
+    }
+    ++generated_total_;
+  }
+  s.last_token_time = now;
+  ev.tokens.push_back(std::move(tok));
+  s.handle->push(std::move(ev));
+  if (s.stop.finished()) {
+    result.stopped.push_back(slot);
+    finish(s, s.stop.reason(), "");
+  }
+}
+
+void EngineLoop::finish(SlotState& s, engine::FinishReason reason, const std::string& error) {
+  GenerationEvent ev;
+  ev.done = true;
+  ev.finish = reason;
+  ev.error = error;
+  std::string rest = s.stop.finished() ? std::string() : s.stop.flush();
+  if (!rest.empty()) {
+    GeneratedToken t;
+    t.id = -1;  // text only: released hold-back
+    t.text = std::move(rest);
+    ev.tokens.push_back(std::move(t));
+  }
+  Usage& u = ev.usage;
+  u.prompt_tokens = static_cast<int>(s.request.prompt.size());
+  u.cached_tokens = s.n_cached;
+  u.completion_tokens = s.stop.n_generated();
+  if (s.started) {
+    u.queue_ms = millis(s.first_step - s.submitted);
+    if (u.completion_tokens > 0) {
+      u.prompt_ms = millis(s.first_token - s.first_step);
+      u.generation_ms = millis(s.last_token_time - s.first_token);
+    }
+  }
+  s.done = true;
+  s.handle->push(std::move(ev));
+}
+
+ServiceStats EngineLoop::stats() const {
+  const sched::SchedulerCounters c = scheduler_.counters();
+  ServiceStats st;
+  st.prompt_tokens_total = static_cast<uint64_t>(c.n_prompt_tokens);
+  st.requests_processing = c.n_processing;
+  st.requests_queued = c.n_queued;
+  st.requests_blocked_by_phase = c.n_blocked;
+  st.phase = c.phase == sched::Phase::kPrefill  ? "prefill"
+             : c.phase == sched::Phase::kDecode ? "decode"
+             : c.phase == sched::Phase::kMixed  ? "mixed"
+                                                : "idle";
+  st.cohort_size = c.cohort_size;
+  st.n_slots = options_.scheduler.n_slots;
+  st.n_ctx = n_ctx_slot_;
+  std::lock_guard<std::mutex> lock(mutex_);
+  st.generated_tokens_total = generated_total_;
+  st.requests_total = requests_total_;
+  histograms_.fill(st);
+  st.slots = slot_snapshot_;
+  if (st.slots.empty()) {
+    for (int i = 0; i < st.n_slots; ++i) st.slots.push_back({i, false, 0, "idle", 0, 0});
+  }
+  return st;
+}
+
+}  // namespace cohort::server

@@ -1,0 +1,100 @@
+// The engine loop behind `cohort serve`: one thread that turns the
+// scheduler's plans into batches for the decoder, samples, detokenizes and
+// checks stop conditions per slot, and streams events to the requests'
+// handles. It is the GenerationService the HTTP layer talks to.
+//
+// Context: like llama-server, each slot gets n_ctx / n_slots positions; a
+// prompt must leave room for at least one generated token, and generation
+// ends with finish reason "length" when the slot's context is full.
+//
+// Thread safety: submit() and stats() from any thread; everything else runs
+// on the engine thread, which the constructor starts and the destructor
+// joins.
+#pragma once
+
+#include <atomic>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/decoder.h"
+#include "model/model.h"
+#include "sched/batch_trace.h"
+#include "sched/kv_room.h"
+#include "sched/scheduler.h"
+#include "server/generation.h"
+#include "server/slot_state.h"
+#include "tokenizer/tokenizer.h"
+
+namespace cohort::server {
+
+struct EngineOptions {
+  engine::DecoderOptions decoder;
+  sched::SchedulerOptions scheduler;
+  std::string trace_path;  // --trace-batches; empty: no trace
+};
+
+class EngineLoop final : public GenerationService {
+ public:
+  // `model` and `tokenizer` must outlive the loop. Throws cohort::Error for
+  // invalid options or an unwritable trace file.
+  EngineLoop(const model::Model& model, const tokenizer::Tokenizer& tokenizer,
+             const EngineOptions& options);
+  ~EngineLoop() override;
+
+  std::shared_ptr<RequestHandle> submit(GenerationRequest request) override;
+  ServiceStats stats() const override;
+  int n_ctx() const override { return n_ctx_slot_; }
+
+ private:
+  struct Pending {  // submitted, not yet in a slot
+    std::shared_ptr<RequestHandle> handle;
+    GenerationRequest request;
+    std::chrono::steady_clock::time_point submitted;
+  };
+
+  void run();
+  void forward_cancellations();
+  void apply_endings(const sched::BatchPlan& plan);
+  void apply_admissions(const sched::BatchPlan& plan);
+  void execute(const sched::BatchPlan& plan);
+  void build_batch(const sched::BatchPlan& plan);
+  void sample_slot(int slot, std::span<const float> logits, sched::StepResult& result);
+  void publish_slots();
+  void finish(SlotState& s, engine::FinishReason reason, const std::string& error);
+  std::span<const int32_t> prompt_of(sched::RequestId id) const;
+
+  const model::Model& model_;
+  const tokenizer::Tokenizer& tokenizer_;
+  EngineOptions options_;
+  int n_ctx_slot_;
+  engine::Decoder decoder_;
+  sched::PagedKvRoom kv_room_;
+  sched::Scheduler scheduler_;
+  std::ofstream trace_file_;
+  std::optional<sched::BatchTrace> trace_;
+  std::vector<int32_t> eog_tokens_;
+
+  // Engine thread only.
+  std::vector<std::optional<SlotState>> slots_;  // [n_slots]
+  engine::Batch batch_;
+  std::vector<int> output_row_;                  // [n_slots] logits row of the slot, or -1
+  sched::StepResult result_;
+
+  mutable std::mutex mutex_;
+  std::unordered_map<sched::RequestId, Pending> pending_;  // GUARDED_BY(mutex_)
+  LatencyHistograms histograms_;                           // GUARDED_BY(mutex_)
+  uint64_t requests_total_ = 0;                            // GUARDED_BY(mutex_)
+  uint64_t generated_total_ = 0;                           // GUARDED_BY(mutex_)
+  std::vector<ServiceStats::Slot> slot_snapshot_;          // GUARDED_BY(mutex_)
+
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace cohort::server

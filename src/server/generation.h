@@ -1,0 +1,123 @@
+// The boundary between the HTTP layer and the engine: a generation request
+// in token ids, the stream of events it produces, and the service that runs
+// requests (the engine loop: scheduler + decoder + samplers).
+//
+// Threads: HTTP handler threads call GenerationService::submit and read
+// their RequestHandle; one engine thread produces events. RequestHandle is
+// the only shared object and is internally synchronised.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/logprobs.h"
+#include "engine/sampler.h"
+#include "engine/stop.h"
+
+namespace cohort::server {
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;        // token ids; non-empty
+  engine::SamplingParams sampling;
+  int max_tokens = -1;                // -1: until end of generation or the context is full
+  std::vector<std::string> stop;      // stop strings
+  int n_logprobs = -1;                // -1: no logprobs; 0..20: chosen token plus top-n
+  bool cache_prompt = true;           // reuse a cached prefix of the prompt
+  bool ignore_eos = false;
+};
+
+struct GeneratedToken {
+  int32_t id = 0;
+  std::string text;                   // text released by this token (whole UTF-8; may be "")
+  float logprob = 0.0f;               // when n_logprobs >= 0
+  std::vector<engine::TokenLogprob> top;
+};
+
+struct Usage {
+  int prompt_tokens = 0;
+  int cached_tokens = 0;              // prompt tokens reused from the KV cache
+  int completion_tokens = 0;
+  double queue_ms = 0;                // submit -> first prefill step
+  double prompt_ms = 0;               // first prefill step -> first token
+  double generation_ms = 0;           // first token -> last token
+};
+
+// One step's output for one request, in order. The last event has done set.
+struct GenerationEvent {
+  std::vector<GeneratedToken> tokens;
+  bool done = false;
+  engine::FinishReason finish = engine::FinishReason::none;  // when done
+  std::string error;                  // when done and the request failed (engine-side)
+  Usage usage;                        // filled when done
+};
+
+// A submitted request as seen from its HTTP thread. Thread-safe.
+class RequestHandle {
+ public:
+  explicit RequestHandle(uint64_t id) : id_(id) {}
+  uint64_t id() const { return id_; }
+
+  // HTTP side: the next event, waiting at most `timeout`; nullopt on timeout.
+  std::optional<GenerationEvent> next(std::chrono::milliseconds timeout);
+  // HTTP side: the client is gone or gave up; the engine drops the request
+  // at its next step (within one step) and frees its slot and KV.
+  void cancel();
+  bool cancelled() const;
+
+  // Engine side.
+  void push(GenerationEvent event);
+
+ private:
+  const uint64_t id_;
+  mutable std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<GenerationEvent> events_;  // GUARDED_BY(mutex_)
+  bool cancelled_ = false;              // GUARDED_BY(mutex_)
+};
+
+// Counters and gauges for /metrics, /slots and /props.
+struct ServiceStats {
+  uint64_t prompt_tokens_total = 0;
+  uint64_t generated_tokens_total = 0;
+  uint64_t requests_total = 0;
+  int requests_processing = 0;
+  int requests_queued = 0;
+  int requests_blocked_by_phase = 0;  // queued although a slot is free
+  std::string phase = "idle";         // idle | prefill | decode
+  int cohort_size = 0;
+  int n_slots = 0;
+  int n_ctx = 0;
+  // histograms: cumulative counts per upper bound (seconds), Prometheus style
+  std::vector<double> latency_buckets;         // upper bounds, seconds
+  std::vector<uint64_t> ttft_counts;           // [latency_buckets.size() + 1] (+Inf last)
+  double ttft_sum = 0;
+  std::vector<uint64_t> itl_counts;            // inter-token latency
+  double itl_sum = 0;
+  struct Slot {
+    int id = 0;
+    bool busy = false;
+    uint64_t request = 0;
+    std::string state;                // QUEUED PREFILL READY DECODE ...
+    int n_prompt = 0, n_generated = 0;
+  };
+  std::vector<Slot> slots;
+};
+
+class GenerationService {
+ public:
+  virtual ~GenerationService() = default;
+  // Queues a request. Throws cohort::Error for one that can never run (for
+  // example a prompt that does not fit the context), naming the problem.
+  virtual std::shared_ptr<RequestHandle> submit(GenerationRequest request) = 0;
+  virtual ServiceStats stats() const = 0;
+  virtual int n_ctx() const = 0;     // context capacity of one request, in tokens
+};
+
+}  // namespace cohort::server

@@ -1,0 +1,129 @@
+// llama-server's routes: /health, /tokenize, /detokenize, /props, /slots,
+// /metrics.
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "server/api_reply.h"
+#include "server/metrics.h"
+#include "server/openai_request.h"
+#include "server/routes.h"
+#include "tokenizer/utf8.h"
+
+namespace cohort::server {
+namespace {
+
+void health(Exchange& exchange, const ServingState& state) {
+  if (state.model() == nullptr) {
+    reply_loading(exchange);
+    return;
+  }
+  reply_json(exchange, 200, Json{{"status", "ok"}});
+}
+
+// A token's text as llama-server shows it: a string when it is valid UTF-8,
+// else its bytes.
+Json piece_json(const std::string& piece) {
+  if (tokenizer::is_valid_utf8(piece)) return piece;
+  Json bytes = Json::array();
+  for (char c : piece) bytes.push_back(static_cast<unsigned char>(c));
+  return bytes;
+}
+
+void tokenize(Exchange& exchange, const ServedModel& model) {
+  const Json body = parse_json_object(exchange.request().body);
+  const std::optional<std::string> content = read_string(body, "content");
+  if (!content) reject_field("content", "is required");
+  const bool add_special = read_bool(body, "add_special").value_or(false);
+  const bool parse_special = read_bool(body, "parse_special").value_or(true);
+  const bool with_pieces = read_bool(body, "with_pieces").value_or(false);
+  const std::vector<int32_t> ids = model.tokenizer.encode(*content, add_special, parse_special);
+  Json tokens = Json::array();
+  for (int32_t id : ids) {
+    if (with_pieces) {
+      tokens.push_back({{"id", id}, {"piece", piece_json(model.tokenizer.token_to_piece(id, true))}});
+    } else {
+      tokens.push_back(id);
+    }
+  }
+  reply_json(exchange, 200, Json{{"tokens", std::move(tokens)}});
+}
+
+void detokenize(Exchange& exchange, const ServedModel& model) {
+  const Json body = parse_json_object(exchange.request().body);
+  std::vector<int32_t> ids;
+  if (const auto it = body.find("tokens"); it != body.end() && !it->is_null()) {
+    ids = read_token_ids(*it, "tokens", model.tokenizer.n_vocab());
+  }
+  std::string content;  // pieces concatenated, special tokens as text (llama-server)
+  for (int32_t id : ids) content += model.tokenizer.token_to_piece(id, true);
+  reply_json(exchange, 200, Json{{"content", content}});
+}
+
+std::string piece_or_empty(const tokenizer::Tokenizer& tok, int32_t id) {
+  return id >= 0 ? tok.token_to_piece(id, true) : std::string();
+}
+
+void props(Exchange& exchange, const ServedModel& model) {
+  const ServiceStats stats = model.service->stats();
+  const engine::SamplingParams& d = model.defaults;
+  const Json params = {{"temperature", d.temp},         {"top_k", d.top_k},
+                       {"top_p", d.top_p},              {"min_p", d.min_p},
+                       {"repeat_penalty", d.repeat_penalty}, {"repeat_last_n", d.repeat_last_n},
+                       {"presence_penalty", d.presence_penalty},
+                       {"frequency_penalty", d.frequency_penalty},
+                       {"seed", d.seed},                {"n_predict", model.default_max_tokens}};
+  reply_json(exchange, 200,
+             Json{{"default_generation_settings", {{"n_ctx", model.service->n_ctx()}, {"params", params}}},
+                  {"total_slots", stats.n_slots},
+                  {"model_alias", model.id},
+                  {"model_path", model.path},
+                  {"chat_template", model.chat_template},
+                  {"bos_token", piece_or_empty(model.tokenizer, model.tokenizer.bos())},
+                  {"eos_token", piece_or_empty(model.tokenizer, model.tokenizer.eos())},
+                  {"modalities", {{"vision", false}, {"audio", false}}},
+                  {"build_info", build_info()}});
+}
+
+void slots(Exchange& exchange, const ServedModel& model) {
+  const ServiceStats stats = model.service->stats();
+  Json out = Json::array();
+  for (const ServiceStats::Slot& s : stats.slots) {
+    out.push_back({{"id", s.id},
+                   {"id_task", s.request},
+                   {"n_ctx", stats.n_ctx},
+                   {"is_processing", s.busy},
+                   {"state", s.state},
+                   {"n_prompt_tokens", s.n_prompt},
+                   {"n_decoded", s.n_generated}});
+  }
+  reply_json(exchange, 200, out);
+}
+
+void metrics(Exchange& exchange, const ServedModel& model) {
+  exchange.respond(200, format_metrics(model.service->stats()), kMetricsContentType);
+}
+
+}  // namespace
+
+std::string build_info() {
+#ifdef NDEBUG
+  constexpr const char* kBuild = "release";
+#else
+  constexpr const char* kBuild = "debug";
+#endif
+  return fmt::format("cohort ({}, {})", __VERSION__, kBuild);
+}
+
+void register_llama_routes(HttpServer& server, ServingState& state) {
+  server.route("GET", "/health", [&state](Exchange& e) { health(e, state); });
+  server.route("GET", "/v1/health", [&state](Exchange& e) { health(e, state); });
+  server.route("POST", "/tokenize", with_model(state, tokenize));
+  server.route("POST", "/detokenize", with_model(state, detokenize));
+  server.route("GET", "/props", with_model(state, props));
+  server.route("GET", "/slots", with_model(state, slots));
+  server.route("GET", "/metrics", with_model(state, metrics));
+}
+
+}  // namespace cohort::server

@@ -1,0 +1,86 @@
+#include "server/metrics.h"
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace cohort::server {
+namespace {
+
+constexpr std::array<std::string_view, 3> kPhases = {"idle", "prefill", "decode"};
+
+void header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+  out += fmt::format("# HELP cohort:{} {}\n# TYPE cohort:{} {}\n", name, help, name, type);
+}
+
+template <typename T>
+void metric(std::string& out, std::string_view name, std::string_view type, std::string_view help, T value) {
+  header(out, name, type, help);
+  out += fmt::format("cohort:{} {}\n", name, value);
+}
+
+// A label value with \, " and newline escaped.
+std::string label_value(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+void phase_gauge(std::string& out, const std::string& phase) {
+  header(out, "phase", "gauge", "Scheduling phase: 1 for the active one (idle, prefill or decode).");
+  bool known = false;
+  for (std::string_view p : kPhases) {
+    known = known || p == phase;
+    out += fmt::format("cohort:phase{{phase=\"{}\"}} {}\n", p, p == phase ? 1 : 0);
+  }
+  if (!known) out += fmt::format("cohort:phase{{phase=\"{}\"}} 1\n", label_value(phase));
+}
+
+// Buckets are cumulative with +Inf last; counts of the wrong length (a
+// service that keeps no histogram) print as an empty histogram.
+void histogram(std::string& out, std::string_view name, std::string_view help,
+               const std::vector<double>& bounds, const std::vector<uint64_t>& counts, double sum) {
+  header(out, name, "histogram", help);
+  const bool valid = counts.size() == bounds.size() + 1;
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    out += fmt::format("cohort:{}_bucket{{le=\"{}\"}} {}\n", name, bounds[i], valid ? counts[i] : 0);
+  }
+  const uint64_t total = valid ? counts.back() : 0;
+  out += fmt::format("cohort:{}_bucket{{le=\"+Inf\"}} {}\n", name, total);
+  out += fmt::format("cohort:{}_sum {}\n", name, valid ? sum : 0.0);
+  out += fmt::format("cohort:{}_count {}\n", name, total);
+}
+
+}  // namespace
+
+std::string format_metrics(const ServiceStats& s) {
+  std::string out;
+  metric(out, "prompt_tokens_total", "counter", "Number of prompt tokens processed.", s.prompt_tokens_total);
+  metric(out, "tokens_predicted_total", "counter", "Number of generation tokens processed.",
+         s.generated_tokens_total);
+  metric(out, "requests_total", "counter", "Number of requests received.", s.requests_total);
+  metric(out, "requests_processing", "gauge", "Number of requests in a slot.", s.requests_processing);
+  metric(out, "requests_deferred", "gauge", "Number of requests queued.", s.requests_queued);
+  metric(out, "requests_blocked_by_phase", "gauge",
+         "Number of queued requests held back by the phase although a slot is free.",
+         s.requests_blocked_by_phase);
+  phase_gauge(out, s.phase);
+  metric(out, "cohort_size", "gauge", "Number of requests in the current cohort.", s.cohort_size);
+  metric(out, "n_slots", "gauge", "Number of slots.", s.n_slots);
+  metric(out, "n_ctx", "gauge", "Context capacity of one request, in tokens.", s.n_ctx);
+  histogram(out, "time_to_first_token_seconds", "Time from request arrival to its first token.",
+            s.latency_buckets, s.ttft_counts, s.ttft_sum);
+  histogram(out, "inter_token_latency_seconds", "Time between consecutive tokens of a request.",
+            s.latency_buckets, s.itl_counts, s.itl_sum);
+  return out;
+}
+
+}  // namespace cohort::server

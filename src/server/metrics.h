@@ -1,0 +1,28 @@
+// /metrics: the service's counters in the Prometheus text exposition format
+// (version 0.0.4), named as llama-server names them where it has the
+// metric, with the prefix "cohort:" instead of "llamacpp:".
+//
+//   counters   cohort:prompt_tokens_total, cohort:tokens_predicted_total,
+//              cohort:requests_total
+//   gauges     cohort:requests_processing, cohort:requests_deferred (queued),
+//              cohort:requests_blocked_by_phase (queued with a slot free),
+//              cohort:phase{phase="idle|prefill|decode"} (1 for the active
+//              one), cohort:cohort_size, cohort:n_slots, cohort:n_ctx
+//   histograms cohort:time_to_first_token_seconds,
+//              cohort:inter_token_latency_seconds (_bucket{le}, _sum, _count)
+//
+// ref: https://prometheus.io/docs/instrumenting/exposition_formats/
+// Thread safety: pure function.
+#pragma once
+
+#include <string>
+
+#include "server/generation.h"
+
+namespace cohort::server {
+
+inline constexpr const char* kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+std::string format_metrics(const ServiceStats& stats);
+
+}  // namespace cohort::server

@@ -1,0 +1,231 @@
+#include "server/openai_request.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "server/chat_prompt.h"
+
+namespace cohort::server {
+namespace {
+
+constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
+constexpr double kNoUpperBound = std::numeric_limits<double>::max();
+
+// max_completion_tokens, then max_tokens, then n_predict (-1: no limit).
+int read_max_tokens(const Json& body, int fallback) {
+  const auto mct = read_int(body, "max_completion_tokens", 1, kIntMax);
+  const auto mt = read_int(body, "max_tokens", 1, kIntMax);
+  const auto np = read_int(body, "n_predict", -1, kIntMax);
+  if (np && *np == 0) reject_field("n_predict", "must be -1 (no limit) or >= 1, got 0");
+  if (mct) return static_cast<int>(*mct);
+  if (mt) return static_cast<int>(*mt);
+  if (np) return static_cast<int>(*np);
+  return fallback;
+}
+
+std::vector<std::string> read_stop(const Json& body) {
+  const auto it = body.find("stop");
+  if (it == body.end() || it->is_null()) return {};
+  std::vector<std::string> stop;
+  if (it->is_string()) {
+    stop.push_back(it->get<std::string>());
+  } else if (it->is_array()) {
+    if (it->size() > static_cast<size_t>(kMaxStopStrings)) {
+      reject_field("stop", fmt::format("has {} strings; at most {} are allowed", it->size(), kMaxStopStrings));
+    }
+    for (size_t i = 0; i < it->size(); ++i) {
+      if (!(*it)[i].is_string()) {
+        reject_field(fmt::format("stop[{}]", i), fmt::format("must be a string, got {}", json_type_name((*it)[i])));
+      }
+      stop.push_back((*it)[i].get<std::string>());
+    }
+  } else {
+    reject_field("stop", fmt::format("must be a string or an array of strings, got {}", json_type_name(*it)));
+  }
+  for (size_t i = 0; i < stop.size(); ++i) {
+    const std::string name = it->is_array() ? fmt::format("stop[{}]", i) : std::string("stop");
+    if (stop[i].empty()) reject_field(name, "must not be empty");
+    if (stop[i].size() > kMaxStopBytes) reject_field(name, fmt::format("is longer than {} bytes", kMaxStopBytes));
+  }
+  return stop;
+}
+
+engine::SamplingParams read_sampling(const Json& body, engine::SamplingParams p) {
+  if (auto v = read_number(body, "temperature", 0.0, 2.0)) p.temp = static_cast<float>(*v);
+  if (auto v = read_number(body, "top_p", 0.0, 1.0, true)) p.top_p = static_cast<float>(*v);
+  if (auto v = read_int(body, "top_k", -1, kIntMax)) p.top_k = static_cast<int32_t>(*v < 0 ? 0 : *v);
+  if (auto v = read_number(body, "min_p", 0.0, 1.0)) p.min_p = static_cast<float>(*v);
+  if (auto v = read_number(body, "presence_penalty", -2.0, 2.0)) p.presence_penalty = static_cast<float>(*v);
+  if (auto v = read_number(body, "frequency_penalty", -2.0, 2.0)) p.frequency_penalty = static_cast<float>(*v);
+  if (auto v = read_number(body, "repeat_penalty", 0.0, kNoUpperBound, true)) {
+    p.repeat_penalty = static_cast<float>(*v);
+  }
+  if (auto v = read_int(body, "repeat_last_n", -1, kIntMax)) p.repeat_last_n = static_cast<int32_t>(*v);
+  if (auto v = read_int(body, "seed", -1, std::numeric_limits<uint32_t>::max())) {
+    p.seed = *v < 0 ? engine::kRandomSeed : static_cast<uint32_t>(*v);
+  }
+  try {
+    p.validate();
+  } catch (const Error& e) {
+    throw RequestError(400, e.what());
+  }
+  return p;
+}
+
+void read_stream_options(const Json& body, ResponseOptions& r) {
+  r.stream = read_bool(body, "stream").value_or(false);
+  const Json* so = read_object(body, "stream_options");
+  if (!so) return;
+  if (!r.stream) reject_field("stream_options", "is only allowed when 'stream' is true");
+  const auto it = so->find("include_usage");
+  if (it == so->end() || it->is_null()) return;
+  if (!it->is_boolean()) {
+    reject_field("stream_options.include_usage",
+                 fmt::format("must be a boolean, got {}", json_type_name(*it)));
+  }
+  r.include_usage = it->get<bool>();
+}
+
+// The fields both endpoints share.
+ParsedRequest read_common(const Json& body, const PromptContext& ctx, Endpoint endpoint) {
+  ParsedRequest p;
+  p.response.endpoint = endpoint;
+  read_string(body, "model");  // any model name is accepted
+  read_string(body, "user");
+  if (auto n = read_int(body, "n", 1, 128); n && *n != 1) {
+    reject_field("n", fmt::format("must be 1; one choice per request is supported, got {}", *n));
+  }
+  read_stream_options(body, p.response);
+  GenerationRequest& g = p.generation;
+  g.max_tokens = read_max_tokens(body, ctx.default_max_tokens);
+  g.stop = read_stop(body);
+  g.sampling = read_sampling(body, ctx.defaults);
+  g.cache_prompt = read_bool(body, "cache_prompt").value_or(true);
+  g.ignore_eos = read_bool(body, "ignore_eos").value_or(false);
+  return p;
+}
+
+// The completions `prompt`: a string, token ids, or one of either in an array.
+std::vector<int32_t> read_completion_prompt(const Json& body, const PromptContext& ctx) {
+  const auto it = body.find("prompt");
+  if (it == body.end() || it->is_null()) reject_field("prompt", "is required");
+  const Json* prompt = &*it;
+  if (prompt->is_array() && !prompt->empty() && !(*prompt)[0].is_number_integer()) {
+    if (prompt->size() > 1) reject_field("prompt", "holds several prompts; one per request is supported");
+    prompt = &(*prompt)[0];
+  }
+  if (prompt->is_array()) return read_token_ids(*prompt, "prompt", ctx.tokenizer->n_vocab());
+  if (!prompt->is_string()) {
+    reject_field("prompt", fmt::format("must be a string or an array of token ids, got {}",
+                                       json_type_name(*prompt)));
+  }
+  try {
+    return ctx.tokenizer->encode(prompt->get<std::string>(), true, true);
+  } catch (const Error& e) {
+    throw RequestError(400, fmt::format("cannot tokenize the prompt: {}", e.what()), "prompt");
+  }
+}
+
+void check_prompt_fits(const std::vector<int32_t>& prompt, const PromptContext& ctx, const char* field) {
+  if (prompt.empty()) reject_field(field, "gives an empty prompt (no tokens)");
+  if (static_cast<int64_t>(prompt.size()) >= ctx.n_ctx) {
+    throw RequestError(400,
+                       fmt::format("This model's maximum context length is {} tokens, but the prompt has "
+                                   "{} tokens; shorten the prompt",
+                                   ctx.n_ctx, prompt.size()),
+                       field, "context_length_exceeded");
+  }
+}
+
+// Deepest nesting of arrays and objects in JSON text (strings skipped). Run
+// before parsing: copying or printing a parsed value recurses per level.
+size_t json_nesting(std::string_view text) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+}  // namespace
+
+Json parse_json_object(std::string_view body) {
+  if (json_nesting(body) > kMaxJsonNesting) {
+    throw RequestError(400, fmt::format("the request body nests deeper than {} levels", kMaxJsonNesting));
+  }
+  Json j = Json::parse(body, nullptr, false);
+  if (j.is_discarded()) throw RequestError(400, "the request body is not valid JSON");
+  if (!j.is_object()) {
+    throw RequestError(400, fmt::format("the request body must be a JSON object, got {}", json_type_name(j)));
+  }
+  return j;
+}
+
+std::vector<int32_t> read_token_ids(const Json& array, const std::string& field, int32_t n_vocab) {
+  if (!array.is_array()) reject_field(field, fmt::format("must be an array, got {}", json_type_name(array)));
+  std::vector<int32_t> ids;
+  ids.reserve(array.size());
+  for (size_t i = 0; i < array.size(); ++i) {
+    const Json& v = array[i];
+    if (!v.is_number_integer()) {
+      reject_field(field, fmt::format("must hold token ids (integers); item {} is {}", i, json_type_name(v)));
+    }
+    const bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() < static_cast<uint64_t>(n_vocab)
+                                                 : v.get<int64_t>() >= 0 && v.get<int64_t>() < n_vocab;
+    if (!in_range) {
+      reject_field(field, fmt::format("item {}: token id {} is outside the vocabulary (0..{})", i, v.dump(),
+                                      n_vocab - 1));
+    }
+    ids.push_back(v.get<int32_t>());
+  }
+  return ids;
+}
+
+ParsedRequest parse_completion_request(std::string_view body_text, const PromptContext& ctx) {
+  const Json body = parse_json_object(body_text);
+  ParsedRequest p = read_common(body, ctx, Endpoint::completions);
+  if (read_bool(body, "echo").value_or(false)) reject_field("echo", "is not supported");
+  if (auto n = read_int(body, "logprobs", 0, kMaxCompletionLogprobs)) {
+    p.response.logprobs = true;
+    p.generation.n_logprobs = static_cast<int>(*n);
+  }
+  p.generation.prompt = read_completion_prompt(body, ctx);
+  check_prompt_fits(p.generation.prompt, ctx, "prompt");
+  return p;
+}
+
+ParsedRequest parse_chat_request(std::string_view body_text, const PromptContext& ctx) {
+  const Json body = parse_json_object(body_text);
+  ParsedRequest p = read_common(body, ctx, Endpoint::chat);
+  const bool logprobs = read_bool(body, "logprobs").value_or(false);
+  const auto top = read_int(body, "top_logprobs", 0, kMaxTopLogprobs);
+  if (top && !logprobs) reject_field("top_logprobs", "requires 'logprobs' to be true");
+  if (logprobs) {
+    p.response.logprobs = true;
+    p.generation.n_logprobs = static_cast<int>(top.value_or(0));
+  }
+  const Json* kwargs = read_object(body, "chat_template_kwargs");
+  const auto messages = body.find("messages");
+  if (messages == body.end() || messages->is_null()) reject_field("messages", "is required");
+  const Json normalized = normalize_messages(*messages);
+  p.generation.prompt =
+      chat_prompt_tokens(normalized, ctx.chat_template, *ctx.tokenizer, kwargs ? *kwargs : Json());
+  check_prompt_fits(p.generation.prompt, ctx, "messages");
+  return p;
+}
+
+}  // namespace cohort::server

@@ -1,0 +1,79 @@
+// Parsing and validating the body of a /v1/completions or
+// /v1/chat/completions request into a GenerationRequest (what the engine
+// runs) and ResponseOptions (how the answer is shaped).
+//
+// Fields, as OpenAI's API with llama-server's extensions:
+//   prompt (completions: a string, an array of token ids, or a one-element
+//   array of either) | messages (chat), max_tokens, max_completion_tokens,
+//   n_predict, stop (string or up to 4 strings), temperature [0, 2],
+//   top_p (0, 1], top_k (-1 or 0: off), min_p [0, 1], seed (-1: random),
+//   presence_penalty / frequency_penalty [-2, 2], repeat_penalty (> 0),
+//   repeat_last_n, logprobs (completions: 0..5; chat: boolean, with
+//   top_logprobs 0..20), stream, stream_options.include_usage, n (must be 1),
+//   cache_prompt, ignore_eos, chat_template_kwargs (chat), model and user
+//   (accepted, not used). Other fields are ignored; a known field with the
+//   wrong type or out of range is a 400 naming it (see request_fields.h).
+//   A prompt that does not fit the context is a 400 with code
+//   "context_length_exceeded".
+//
+// Prompts are tokenized as llama-server does: a string prompt with
+// add_special and parse_special; a chat with the model's template (see
+// chat_prompt.h); token ids as given, each checked against the vocabulary.
+//
+// Every failure is a RequestError; nothing else escapes (cohort::Error from
+// the tokenizer or template becomes a RequestError too).
+// Thread safety: pure functions of their arguments.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "engine/sampler.h"
+#include "server/generation.h"
+#include "server/request_error.h"
+#include "server/request_fields.h"
+#include "tokenizer/tokenizer.h"
+
+namespace cohort::server {
+
+enum class Endpoint { completions, chat };
+
+struct ResponseOptions {
+  Endpoint endpoint = Endpoint::completions;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
+  bool logprobs = false;       // report log-probabilities (top-n: GenerationRequest::n_logprobs)
+};
+
+struct ParsedRequest {
+  GenerationRequest generation;
+  ResponseOptions response;
+};
+
+// What parsing needs from the served model and the server's settings.
+struct PromptContext {
+  const tokenizer::Tokenizer* tokenizer = nullptr;  // REQUIRES: non-null
+  std::string chat_template;        // tokenizer.chat_template; "" falls back to ChatML
+  int n_ctx = 0;                    // a prompt needs fewer tokens than this
+  engine::SamplingParams defaults;  // for the sampling fields a request leaves out
+  int default_max_tokens = -1;      // when no max_tokens field is given (-n)
+};
+
+inline constexpr int kMaxStopStrings = 4;         // as OpenAI
+inline constexpr size_t kMaxStopBytes = 512;      // per stop string
+inline constexpr int kMaxCompletionLogprobs = 5;  // as OpenAI's legacy completions
+inline constexpr int kMaxTopLogprobs = 20;        // as OpenAI's chat completions
+inline constexpr size_t kMaxJsonNesting = 64;     // arrays/objects inside each other
+
+// The body as a JSON object; RequestError 400 if it is not valid JSON, not
+// an object, or nested deeper than kMaxJsonNesting.
+Json parse_json_object(std::string_view body);
+
+ParsedRequest parse_completion_request(std::string_view body, const PromptContext& ctx);
+ParsedRequest parse_chat_request(std::string_view body, const PromptContext& ctx);
+
+// Token ids from a JSON array (`field` names it in errors), each checked to
+// be inside the vocabulary of `n_vocab` tokens.
+std::vector<int32_t> read_token_ids(const Json& array, const std::string& field, int32_t n_vocab);
+
+}  // namespace cohort::server

@@ -1,0 +1,189 @@
+#include "server/openai_response.h"
+
+#include <cmath>
+#include <random>
+
+namespace cohort::server {
+namespace {
+
+constexpr double kLogprobFloor = -9999.0;  // OpenAI's value for "practically impossible"
+
+double printable_logprob(float lp) {
+  return std::isfinite(lp) ? static_cast<double>(lp) : kLogprobFloor;
+}
+
+int64_t utf8_chars(const std::string& s) {
+  int64_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+Json byte_array(const std::string& s) {
+  Json a = Json::array();
+  for (char c : s) a.push_back(static_cast<unsigned char>(c));
+  return a;
+}
+
+std::string joined_text(const std::vector<GeneratedToken>& tokens) {
+  std::string text;
+  for (const GeneratedToken& t : tokens) text += t.text;
+  return text;
+}
+
+Json finish_value(engine::FinishReason reason) {
+  if (reason == engine::FinishReason::none) return nullptr;
+  return engine::finish_reason_name(reason);
+}
+
+}  // namespace
+
+std::string new_response_id(Endpoint endpoint) {
+  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::string id = endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-";
+  for (int i = 0; i < 24; ++i) id += kChars[rng() % (sizeof kChars - 1)];
+  return id;
+}
+
+Json usage_json(const Usage& u) {
+  return Json{{"prompt_tokens", u.prompt_tokens},
+              {"completion_tokens", u.completion_tokens},
+              {"total_tokens", u.prompt_tokens + u.completion_tokens},
+              {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+}
+
+Json timings_json(const Usage& u) {
+  const int prompt_n = u.prompt_tokens - u.cached_tokens;
+  auto per_second = [](int n, double ms) { return ms > 0 ? 1e3 * n / ms : 0.0; };
+  return Json{{"cache_n", u.cached_tokens},
+              {"prompt_n", prompt_n},
+              {"prompt_ms", u.prompt_ms},
+              {"prompt_per_second", per_second(prompt_n, u.prompt_ms)},
+              {"predicted_n", u.completion_tokens},
+              {"predicted_ms", u.generation_ms},
+              {"predicted_per_second", per_second(u.completion_tokens, u.generation_ms)}};
+}
+
+Json error_json(const std::string& message, const std::string& type, const std::string& param,
+                const std::string& code) {
+  return Json{{"error",
+               {{"message", message},
+                {"type", type},
+                {"param", param.empty() ? Json() : Json(param)},
+                {"code", code.empty() ? Json() : Json(code)}}}};
+}
+
+std::string error_type(int status) {
+  if (status == 503) return "unavailable_error";
+  if (status >= 500) return "server_error";
+  return "invalid_request_error";
+}
+
+std::string dump(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+ResponseBuilder::ResponseBuilder(ResponseMeta meta, TokenText token_text)
+    : meta_(std::move(meta)), token_text_(std::move(token_text)) {}
+
+Json ResponseBuilder::envelope(bool chunk) const {
+  const bool chat = meta_.endpoint == Endpoint::chat;
+  Json j = {{"id", meta_.id},
+            {"object", chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion"},
+            {"created", meta_.created},
+            {"model", meta_.model}};
+  if (!meta_.system_fingerprint.empty()) j["system_fingerprint"] = meta_.system_fingerprint;
+  return j;
+}
+
+Json ResponseBuilder::choice(const std::string& text, const Json& logprobs, engine::FinishReason reason,
+                             bool chunk, bool first_delta) const {
+  Json c = {{"index", 0}};
+  if (meta_.endpoint == Endpoint::completions) {
+    c["text"] = text;
+  } else if (!chunk) {
+    c["message"] = {{"role", "assistant"}, {"content", text}};
+  } else if (first_delta) {
+    c["delta"] = {{"role", "assistant"}, {"content", ""}};
+  } else {
+    c["delta"] = reason == engine::FinishReason::none ? Json{{"content", text}} : Json::object();
+  }
+  c["logprobs"] = logprobs;
+  c["finish_reason"] = finish_value(reason);
+  return c;
+}
+
+Json ResponseBuilder::chat_logprob_entry(int32_t id, float logprob) const {
+  const std::string bytes = token_text_(id);
+  return Json{{"token", bytes}, {"logprob", printable_logprob(logprob)}, {"bytes", byte_array(bytes)}};
+}
+
+Json ResponseBuilder::logprobs_json(const std::vector<GeneratedToken>& tokens) {
+  if (!meta_.logprobs) return nullptr;
+  if (meta_.endpoint == Endpoint::chat) {
+    Json content = Json::array();
+    for (const GeneratedToken& t : tokens) {
+      Json entry = chat_logprob_entry(t.id, t.logprob);
+      Json top = Json::array();
+      for (const engine::TokenLogprob& alt : t.top) top.push_back(chat_logprob_entry(alt.token, alt.logprob));
+      entry["top_logprobs"] = std::move(top);
+      content.push_back(std::move(entry));
+    }
+    return Json{{"content", std::move(content)}, {"refusal", nullptr}};
+  }
+  Json lp = {{"tokens", Json::array()}, {"token_logprobs", Json::array()},
+             {"top_logprobs", Json::array()}, {"text_offset", Json::array()}};
+  for (const GeneratedToken& t : tokens) {
+    lp["tokens"].push_back(token_text_(t.id));
+    lp["token_logprobs"].push_back(printable_logprob(t.logprob));
+    Json top = Json::object();
+    for (const engine::TokenLogprob& alt : t.top) top[token_text_(alt.token)] = printable_logprob(alt.logprob);
+    lp["top_logprobs"].push_back(std::move(top));
+    lp["text_offset"].push_back(text_offset_);
+    text_offset_ += utf8_chars(t.text);
+  }
+  return lp;
+}
+
+Json ResponseBuilder::role_chunk() const {
+  Json j = envelope(true);
+  j["choices"] = Json::array({choice("", nullptr, engine::FinishReason::none, true, true)});
+  if (meta_.include_usage) j["usage"] = nullptr;
+  return j;
+}
+
+Json ResponseBuilder::delta_chunk(const std::vector<GeneratedToken>& tokens) {
+  Json j = envelope(true);
+  const Json lp = logprobs_json(tokens);
+  j["choices"] = Json::array({choice(joined_text(tokens), lp, engine::FinishReason::none, true, false)});
+  if (meta_.include_usage) j["usage"] = nullptr;
+  return j;
+}
+
+Json ResponseBuilder::finish_chunk(engine::FinishReason reason) const {
+  Json j = envelope(true);
+  const engine::FinishReason r = reason == engine::FinishReason::none ? engine::FinishReason::stop : reason;
+  j["choices"] = Json::array({choice("", nullptr, r, true, false)});
+  if (meta_.include_usage) j["usage"] = nullptr;
+  return j;
+}
+
+Json ResponseBuilder::usage_chunk(const Usage& usage) const {
+  Json j = envelope(true);
+  j["choices"] = Json::array();
+  j["usage"] = usage_json(usage);
+  return j;
+}
+
+Json ResponseBuilder::full_response(const std::vector<GeneratedToken>& tokens, engine::FinishReason reason,
+                                    const Usage& usage) {
+  Json j = envelope(false);
+  const Json lp = logprobs_json(tokens);
+  const engine::FinishReason r = reason == engine::FinishReason::none ? engine::FinishReason::stop : reason;
+  j["choices"] = Json::array({choice(joined_text(tokens), lp, r, false, false)});
+  j["usage"] = usage_json(usage);
+  j["timings"] = timings_json(usage);
+  return j;
+}
+
+}  // namespace cohort::server

@@ -1,0 +1,72 @@
+// /v1/completions, /v1/chat/completions and /v1/models.
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "common/error.h"
+#include "server/api_reply.h"
+#include "server/completion_session.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "server/routes.h"
+
+namespace cohort::server {
+namespace {
+
+int64_t unix_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+TokenText token_text_of(const tokenizer::Tokenizer& tok) {
+  return [&tok](int32_t id) {
+    try {
+      return tok.token_to_piece(id, true);
+    } catch (const Error&) {
+      return std::string();  // an id the engine should never produce
+    }
+  };
+}
+
+void generate(Exchange& exchange, ServedModel& model, Endpoint endpoint) {
+  const PromptContext ctx = model.prompt_context();
+  const std::string& body = exchange.request().body;
+  ParsedRequest parsed = endpoint == Endpoint::chat ? parse_chat_request(body, ctx)
+                                                    : parse_completion_request(body, ctx);
+  ResponseMeta meta;
+  meta.endpoint = endpoint;
+  meta.id = new_response_id(endpoint);
+  meta.created = unix_seconds();
+  meta.model = model.id;
+  meta.system_fingerprint = build_info();
+  meta.logprobs = parsed.response.logprobs;
+  meta.include_usage = parsed.response.include_usage;
+  ResponseBuilder builder(std::move(meta), token_text_of(model.tokenizer));
+  std::shared_ptr<RequestHandle> handle = model.service->submit(std::move(parsed.generation));
+  if (parsed.response.stream) {
+    answer_streamed(exchange, *handle, builder);
+  } else {
+    answer_whole(exchange, *handle, builder);
+  }
+}
+
+void list_models(Exchange& exchange, const ServedModel& model) {
+  const Json entry = {{"id", model.id}, {"object", "model"}, {"created", model.created}, {"owned_by", "cohort"}};
+  reply_json(exchange, 200, Json{{"object", "list"}, {"data", Json::array({entry})}});
+}
+
+}  // namespace
+
+void register_openai_routes(HttpServer& server, ServingState& state) {
+  for (const std::string prefix : {"/v1", ""}) {
+    server.route("POST", prefix + "/completions", with_model(state, [](Exchange& e, ServedModel& m) {
+                   generate(e, m, Endpoint::completions);
+                 }));
+    server.route("POST", prefix + "/chat/completions", with_model(state, [](Exchange& e, ServedModel& m) {
+                   generate(e, m, Endpoint::chat);
+                 }));
+    server.route("GET", prefix + "/models", with_model(state, list_models));
+  }
+}
+
+}  // namespace cohort::server

@@ -1,0 +1,21 @@
+// A request the server refuses: an HTTP status (4xx for bad input) and the
+// OpenAI error fields. Thrown by request parsing and caught at the route
+// boundary, which turns it into {"error": {message, type, param, code}}.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace cohort::server {
+
+class RequestError : public std::runtime_error {
+ public:
+  RequestError(int status, const std::string& message, std::string param = "", std::string code = "")
+      : std::runtime_error(message), status(status), param(std::move(param)), code(std::move(code)) {}
+
+  int status;          // 400, 404, 413, ...
+  std::string param;   // the request field at fault, "" for none
+  std::string code;    // OpenAI's machine-readable code ("context_length_exceeded"), "" for none
+};
+
+}  // namespace cohort::server

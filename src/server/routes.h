@@ -1,0 +1,26 @@
+// The server's API, registered on an HttpServer:
+//
+//   OpenAI:    POST /v1/completions, POST /v1/chat/completions, GET /v1/models
+//              (also without the /v1 prefix, as llama-server accepts them)
+//   llama.cpp: GET /health, POST /tokenize, POST /detokenize, GET /props,
+//              GET /slots, GET /metrics (always on; llama-server needs
+//              --metrics, which `cohort serve` accepts and ignores)
+//
+// Every route but /health answers 503 "Loading model" until the model is
+// published in `state`. `state` must outlive the server.
+#pragma once
+
+#include <string>
+
+#include "server/http_server.h"
+#include "server/served_model.h"
+
+namespace cohort::server {
+
+void register_openai_routes(HttpServer& server, ServingState& state);
+void register_llama_routes(HttpServer& server, ServingState& state);
+
+// "cohort <compiler and build type>", for /props and system_fingerprint.
+std::string build_info();
+
+}  // namespace cohort::server

@@ -1,0 +1,57 @@
+// The model the server serves, as the routes see it, and the switch from
+// "loading" to "ready".
+//
+// The HTTP server starts before the model is loaded (so /health can answer
+// 503 meanwhile); the loader then publishes a ServedModel once, and from
+// then on every route uses it.
+//
+// Thread safety: publish() once from the loading thread; model() from any
+// thread (acquire/release on the pointer, so a route that sees the model
+// sees it whole). The ServedModel's tokenizer is const and the service is
+// internally synchronised, so routes share them freely.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/sampler.h"
+#include "server/generation.h"
+#include "server/openai_request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace cohort::server {
+
+struct ServedModel {
+  explicit ServedModel(tokenizer::Tokenizer tok) : tokenizer(std::move(tok)) {}
+
+  std::string id;                   // model id in the API: --alias, general.name or the file name
+  std::string path;                 // the GGUF file
+  std::string chat_template;        // tokenizer.chat_template ("" -> ChatML)
+  tokenizer::Tokenizer tokenizer;
+  std::unique_ptr<GenerationService> service;
+  int64_t created = 0;              // unix seconds when loading finished
+  engine::SamplingParams defaults;  // for fields a request leaves out
+  int default_max_tokens = -1;
+
+  // What request parsing needs.
+  PromptContext prompt_context() const;
+};
+
+class ServingState {
+ public:
+  // Makes `model` visible to the routes. REQUIRES: called at most once.
+  void publish(std::unique_ptr<ServedModel> model);
+  // The served model, or nullptr while loading.
+  ServedModel* model() const { return ready_.load(std::memory_order_acquire); }
+  // Unpublishes and returns the model, so the service can be shut down
+  // after the HTTP server stopped. REQUIRES: no route is running.
+  std::unique_ptr<ServedModel> take();
+
+ private:
+  std::unique_ptr<ServedModel> owned_;
+  std::atomic<ServedModel*> ready_{nullptr};
+};
+
+}  // namespace cohort::server
