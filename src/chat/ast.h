@@ -68,7 +68,7 @@ struct Target {
 
 struct MacroParam {
   std::string name;
-  ExprPtr default_value;  // null: required
+  ExprPtr default_value;  // null: Undefined when the caller omits it
 };
 
 enum class NodeKind {

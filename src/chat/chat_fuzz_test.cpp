@@ -1,8 +1,10 @@
 // Robustness: random byte strings and random mutations of real chat
 // templates go through parse and render. Any outcome is fine except a
 // crash, a hang, or an exception other than ChatTemplateError. Seeds are
-// fixed; the sanitizer build (COHORT_SANITIZE=ON) runs these too.
+// fixed; the sanitizer build (COHORT_SANITIZE=ON) runs these too, and
+// COHORT_CHAT_FUZZ_ITERATIONS=N runs N inputs per test instead of 3000.
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -25,6 +27,11 @@ const char* const kPieces[] = {
     "range(3)", "|trim", "|tojson", "|length", "|join(',')", "|map(attribute='role')", "|selectattr('role')",
     "|indent(2)", ".split('a')", "[::-1]", "[1:]", " ~ ", " * ", " // ", " % ", " ** ", "\n", "  ", "\\",
     "é", "\xff", "\xc3", "1e308", "9223372036854775807", "-1", "0", "none", "true", "raise_exception('x')"};
+
+int iterations() {
+  const char* env = std::getenv("COHORT_CHAT_FUZZ_ITERATIONS");
+  return env ? std::max(1, std::atoi(env)) : 3000;
+}
 
 RenderLimits small_limits() {
   RenderLimits limits;
@@ -93,7 +100,7 @@ std::string mutate(std::string s, std::mt19937& rng) {
 
 TEST(ChatFuzz, RandomBytesNeverCrash) {
   std::mt19937 rng(1234);
-  for (int i = 0; i < 3000; ++i) {
+  for (int i = 0; i < iterations(); ++i) {
     std::string s;
     const int n = static_cast<int>(rng() % 40);
     for (int k = 0; k < n; ++k) {
@@ -111,7 +118,7 @@ TEST(ChatFuzz, MutatedRealTemplatesNeverCrash) {
   const std::vector<std::string> templates = real_templates();
   if (templates.empty()) GTEST_SKIP() << "template data not found next to the sources";
   std::mt19937 rng(5678);
-  for (int i = 0; i < 3000; ++i) exercise(mutate(templates[i % templates.size()], rng));
+  for (int i = 0; i < iterations(); ++i) exercise(mutate(templates[i % templates.size()], rng));
 }
 
 TEST(ChatFuzz, RealTemplatesRenderUnmutated) {

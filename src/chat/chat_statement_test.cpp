@@ -82,5 +82,19 @@ TEST_P(StatementTest, RendersAsJinja) {
 
 INSTANTIATE_TEST_SUITE_P(Chat, StatementTest, testing::ValuesIn(kStatements), render_case_name);
 
+// transformers' {% generation %} marks assistant text for training masks;
+// in a prompt its body renders as is.
+TEST(ChatStatement, GenerationBlockRendersItsBody) {
+  EXPECT_EQ(render_with_test_context(
+                "{% for m in messages %}{% generation %}{{ m.role }}{% endgeneration %};{% endfor %}"),
+            "system;user;assistant;");
+}
+
+// Variables given by the caller can be rebound; the caller's values are not changed.
+TEST(ChatStatement, ContextVariablesCanBeRebound) {
+  EXPECT_EQ(render_with_test_context("{% set messages = messages[1:] %}{{ messages|length }}{{ add_generation_prompt }}"),
+            "2True");
+}
+
 }  // namespace
 }  // namespace cohort::chat

@@ -1,10 +1,10 @@
 // Statements half of the evaluator; expressions are in evaluator_expr.cpp.
 #include "chat/evaluator.h"
 
-#include <ctime>
 #include <fmt/format.h>
 
 #include "chat/filters.h"
+#include "chat/globals.h"
 #include "chat/ops.h"
 
 namespace cohort::chat {
@@ -51,7 +51,7 @@ Evaluator::~Evaluator() {
 
 std::string Evaluator::render(const Body& body, const DictData& context) {
   root_ = std::make_shared<Scope>(nullptr);
-  add_globals(*root_);
+  for (auto& [name, fn] : builtin_globals(&objects_)) root_->set(name, std::move(fn));
   scope_ = std::make_shared<Scope>(root_);
   for (const auto& [k, v] : context.entries()) scope_->set(to_str(k), v);
   std::string out;
@@ -261,67 +261,6 @@ void Evaluator::exec_with(const Node& n) {
   ScopeSwap swap(scope_, std::make_shared<Scope>(scope_));
   for (const auto& [target, expr] : n.assigns) assign(target, eval(*expr));
   exec_body(n.body);
-}
-
-void Evaluator::add_globals(Scope& scope) {
-  scope.set("raise_exception", Value::function("raise_exception", [](const CallArgs& args) -> Value {
-              ArgReader a(args, "raise_exception", {"message"});
-              fault(ErrorKind::Raised, a.get(0) ? to_str(*a.get(0)) : "");
-            }));
-  scope.set("range", Value::function("range", [](const CallArgs& args) {
-              if (!args.keyword.empty() || args.positional.empty() || args.positional.size() > 3) {
-                runtime_fault("range() takes 1 to 3 positional arguments");
-              }
-              int64_t b[3] = {0, 0, 1};
-              for (size_t i = 0; i < args.positional.size(); ++i) {
-                if (!args.positional[i].is_integral()) runtime_fault("range() arguments must be integers");
-              }
-              if (args.positional.size() == 1) {
-                b[1] = args.positional[0].as_int();
-              } else {
-                for (size_t i = 0; i < args.positional.size(); ++i) b[i] = args.positional[i].as_int();
-              }
-              if (b[2] == 0) runtime_fault("range() arg 3 must not be zero");
-              std::vector<Value> out;
-              for (int64_t v = b[0]; b[2] > 0 ? v < b[1] : v > b[1]; v += b[2]) {
-                // jinja2.sandbox.MAX_RANGE
-                if (out.size() >= 100000) runtime_fault("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
-                out.push_back(Value::integer(v));
-                if ((b[2] > 0 && v > INT64_MAX - b[2]) || (b[2] < 0 && v < INT64_MIN - b[2])) break;
-              }
-              return Value::range(std::move(out), b[2] == 1 ? fmt::format("range({}, {})", b[0], b[1])
-                                                            : fmt::format("range({}, {}, {})", b[0], b[1], b[2]));
-            }));
-  scope.set("dict", Value::function("dict", [](const CallArgs& args) {
-              if (!args.positional.empty()) fault(ErrorKind::Unsupported, "dict() with positional arguments is not supported");
-              DictData d;
-              for (const auto& [k, v] : args.keyword) d.set(Value::string(k), v);
-              return Value::dict(std::move(d));
-            }));
-  scope.set("namespace", Value::function("namespace", [this](const CallArgs& args) {
-              auto ns = std::make_shared<ObjectData>();
-              if (args.positional.size() > 1) runtime_fault("namespace() takes at most one positional argument");
-              if (!args.positional.empty()) {
-                const Value& init = args.positional[0];
-                if (!init.is_dict()) runtime_fault("namespace() argument must be a mapping");
-                for (const auto& [k, v] : init.dict().entries()) ns->attrs.set(k, v);
-              }
-              for (const auto& [k, v] : args.keyword) ns->attrs.set(Value::string(k), v);
-              objects_.push_back(ns);
-              return Value::object(std::move(ns));
-            }));
-  scope.set("strftime_now", Value::function("strftime_now", [](const CallArgs& args) {
-              ArgReader a(args, "strftime_now", {"format"});
-              const Value& f = a.required(0);
-              if (!f.is_string()) runtime_fault("strftime_now() format must be a string");
-              if (f.str().size() > 256) fault(ErrorKind::Unsupported, "strftime_now() format too long");
-              const std::time_t now = std::time(nullptr);
-              std::tm tm{};
-              localtime_r(&now, &tm);
-              char buf[4096];
-              const size_t n = std::strftime(buf, sizeof(buf), f.str().c_str(), &tm);
-              return Value::string(std::string(buf, n));
-            }));
 }
 
 }  // namespace cohort::chat

@@ -82,7 +82,6 @@ class Evaluator {
   CallArgs eval_args(const Expr& e, size_t first);
   CallArgs eval_args(const std::vector<ExprPtr>& args, const std::vector<std::pair<std::string, ExprPtr>>& kwargs);
   Value call_macro(const Node& macro, const std::weak_ptr<Scope>& closure, const CallArgs& args);
-  void add_globals(Scope& scope);
 
   EvalContext ctx_;
   std::shared_ptr<Scope> root_;

@@ -17,9 +17,8 @@ namespace cohort::chat {
 using FilterFn = Value (*)(EvalContext& ctx, const Value& input, const CallArgs& args);
 using TestFn = bool (*)(EvalContext& ctx, const Value& input, const CallArgs& args);
 
-// nullptr when there is no such filter or test. Names jinja2 has but this
-// engine lacks are reported by is_known_filter / is_known_test so callers
-// can say "unsupported" rather than "unknown".
+// nullptr when there is no such filter or test. is_known_jinja_filter is
+// also true for jinja2 filters that this engine lacks.
 FilterFn find_filter(std::string_view name);
 TestFn find_test(std::string_view name);
 bool is_known_jinja_filter(std::string_view name);

@@ -97,7 +97,7 @@ std::span<const float> Decoder::decode(const Batch& batch) {
   const size_t n_vocab = static_cast<size_t>(this->n_vocab());
   const size_t need = static_cast<size_t>(batch.n_outputs()) * n_vocab;
   if (logits_.size() < need) logits_.resize(need);
-  model::ForwardContext ctx{model_.hparams(), pool_, kv_, blocks_, comm_, ws_};
+  model::ForwardContext ctx{model_.hparams(), pool_, kv_, blocks_, comm_, ws_, options_.exact};
   for (const UBatch& ub : split_ubatches(batch, std::min(options_.n_ubatch, options_.n_batch))) {
     model::UBatch mub{ub.tokens, ub.positions, ub.seq_ids, ub.want_logits};
     model_.forward(ctx, mub, logits_.data() + static_cast<size_t>(ub.output_offset) * n_vocab);

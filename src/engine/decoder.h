@@ -30,6 +30,7 @@ struct DecoderOptions {
   int n_ubatch = 512;    // most tokens per forward (-ub)
   int n_threads = 0;     // 0: hardware threads (-t)
   int block_size = kv::kDefaultBlockSize;
+  bool exact = false;    // CPU reference path: F32 activations in every dot product (--exact)
 
   // Throws cohort::Error naming the flag for impossible values.
   void validate() const;

@@ -43,6 +43,7 @@ struct Workspace {
   std::vector<float> up;      // [n_tok, n_ff]
   std::vector<float> out;     // [n_tok, n_embd] block output before the residual add
   std::vector<float> scores;  // [n_threads, n_max_ctx] attention scratch
+  std::vector<uint8_t> activations;  // [n_tok, largest matrix input] quantized inputs (fast path)
 };
 
 struct ForwardContext {
@@ -52,6 +53,9 @@ struct ForwardContext {
   const kv::BlockManager& blocks;
   comm::Communicator& comm;
   Workspace& ws;
+  // true: the F32 reference path (every dot product on F32 activations);
+  // false: activations quantized to the weight's partner type, as llama.cpp does.
+  bool exact = false;
 };
 
 }  // namespace cohort::model

@@ -27,7 +27,23 @@ Workspace::Workspace(const HParams& hp, int64_t max_tok, int64_t max_ctx, int n_
   up = sized(hp.n_ff);
   out = sized(hp.n_embd);
   scores.resize(static_cast<size_t>(n_threads * max_ctx));
+  // F16/BF16 activations take 2 bytes per input: the most any partner type needs.
+  const int64_t max_in = std::max({hp.n_embd, hp.n_ff, q_dim});
+  activations.resize(static_cast<size_t>(max_tok * max_in * 2 + max_tok * 64));
 }
+
+namespace {
+
+// y [n_tok, w.n_out] = x [n_tok, w.n_in] · wᵀ on the context's path.
+void project(ForwardContext& ctx, const WeightView& w, const float* x, int64_t n_tok, float* y) {
+  if (ctx.exact) {
+    cpu::matmul(ctx.pool, w, x, n_tok, y);
+  } else {
+    cpu::matmul_fast(ctx.pool, w, x, n_tok, y, ctx.ws.activations);
+  }
+}
+
+}  // namespace
 
 void embed(ForwardContext& ctx, const HeadWeights& head, const UBatch& ub) {
   const int64_t n_embd = ctx.hp.n_embd;
@@ -42,9 +58,9 @@ void attention_projections(ForwardContext& ctx, const AttentionWeights& attn, co
   Workspace& ws = ctx.ws;
   cpu::rms_norm(ctx.pool, ws.x.data(), attn.norm.data(), ub.n_tok(), ctx.hp.n_embd, ctx.hp.rms_eps,
                 ws.h.data());
-  cpu::matmul(ctx.pool, attn.q, ws.h.data(), ub.n_tok(), ws.q.data());
-  cpu::matmul(ctx.pool, attn.k, ws.h.data(), ub.n_tok(), ws.k.data());
-  cpu::matmul(ctx.pool, attn.v, ws.h.data(), ub.n_tok(), ws.v.data());
+  project(ctx, attn.q, ws.h.data(), ub.n_tok(), ws.q.data());
+  project(ctx, attn.k, ws.h.data(), ub.n_tok(), ws.k.data());
+  project(ctx, attn.v, ws.h.data(), ub.n_tok(), ws.v.data());
 }
 
 void qk_norm(ForwardContext& ctx, std::span<const float> q_norm, std::span<const float> k_norm,
@@ -132,7 +148,7 @@ void attend(ForwardContext& ctx, int layer, const UBatch& ub) {
 void attention_output(ForwardContext& ctx, const AttentionWeights& attn, const UBatch& ub) {
   Workspace& ws = ctx.ws;
   const int64_t n = ub.n_tok() * ctx.hp.n_embd;
-  cpu::matmul(ctx.pool, attn.o, ws.attn.data(), ub.n_tok(), ws.out.data());
+  project(ctx, attn.o, ws.attn.data(), ub.n_tok(), ws.out.data());
   ctx.comm.all_reduce_sum(ws.out.data(), n);
   cpu::add_in_place(ws.x.data(), ws.out.data(), n);
 }
@@ -142,10 +158,10 @@ void feed_forward(ForwardContext& ctx, const FfnWeights& ffn, const UBatch& ub) 
   const HParams& hp = ctx.hp;
   const int64_t n = ub.n_tok() * hp.n_embd;
   cpu::rms_norm(ctx.pool, ws.x.data(), ffn.norm.data(), ub.n_tok(), hp.n_embd, hp.rms_eps, ws.h.data());
-  cpu::matmul(ctx.pool, ffn.gate, ws.h.data(), ub.n_tok(), ws.gate.data());
-  cpu::matmul(ctx.pool, ffn.up, ws.h.data(), ub.n_tok(), ws.up.data());
+  project(ctx, ffn.gate, ws.h.data(), ub.n_tok(), ws.gate.data());
+  project(ctx, ffn.up, ws.h.data(), ub.n_tok(), ws.up.data());
   cpu::silu_mul(ctx.pool, ws.gate.data(), ws.up.data(), ub.n_tok(), hp.n_ff, ws.gate.data());
-  cpu::matmul(ctx.pool, ffn.down, ws.gate.data(), ub.n_tok(), ws.out.data());
+  project(ctx, ffn.down, ws.gate.data(), ub.n_tok(), ws.out.data());
   ctx.comm.all_reduce_sum(ws.out.data(), n);
   cpu::add_in_place(ws.x.data(), ws.out.data(), n);
 }
@@ -164,7 +180,7 @@ void output_logits(ForwardContext& ctx, const HeadWeights& head, const UBatch& u
   if (n_rows == 0) return;
   cpu::rms_norm(ctx.pool, ws.h.data(), head.output_norm.data(), n_rows, n_embd, ctx.hp.rms_eps,
                 ws.h.data());
-  cpu::matmul(ctx.pool, head.output, ws.h.data(), n_rows, logits);
+  project(ctx, head.output, ws.h.data(), n_rows, logits);
 }
 
 }  // namespace cohort::model

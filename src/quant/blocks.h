@@ -68,12 +68,34 @@ struct BlockQ6_K {
   uint16_t d;                // f16 super-block scale (last, unlike the other formats)
 };
 
+// Activation formats of the integer dot products (vec_dot.h). Weights never
+// use them; they hold one row of activations quantized for the duration of a
+// matmul, in ggml's layouts.
+
+// value[i] = d * qs[i], q in [-127, 127]; s = d * sum(qs), what the offset
+// term m * sum(x) of a Q4_1 weight block needs.
+struct BlockQ8_1 {
+  uint16_t d;      // f16 scale
+  uint16_t s;      // f16 of d * sum(qs)
+  int8_t qs[kQK];  // element i
+};
+
+// value[i] = d * qs[i], q in [-127, 127]; bsums[j] = sum of qs[16j, 16j+16),
+// what the mins of Q4_K/Q5_K and the offset -32 of Q6_K multiply.
+struct BlockQ8_K {
+  float d;                     // f32 scale (not f16, unlike the other formats)
+  int8_t qs[kQKK];             // element i
+  int16_t bsums[kQKK / 16];
+};
+
 static_assert(sizeof(BlockQ4_0) == 18 && alignof(BlockQ4_0) == 2);
 static_assert(sizeof(BlockQ4_1) == 20 && alignof(BlockQ4_1) == 2);
 static_assert(sizeof(BlockQ8_0) == 34 && alignof(BlockQ8_0) == 2);
 static_assert(sizeof(BlockQ4_K) == 144 && alignof(BlockQ4_K) == 2);
 static_assert(sizeof(BlockQ5_K) == 176 && alignof(BlockQ5_K) == 2);
 static_assert(sizeof(BlockQ6_K) == 210 && alignof(BlockQ6_K) == 2);
+static_assert(sizeof(BlockQ8_1) == 36 && alignof(BlockQ8_1) == 2);
+static_assert(sizeof(BlockQ8_K) == 292 && alignof(BlockQ8_K) == 4);
 
 // The 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K block. Packing:
 //   bytes 0-3:  sc[0..3] in the low 6 bits, top 2 bits = bits 4-5 of sc[4..7]

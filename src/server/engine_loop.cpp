@@ -93,7 +93,10 @@ void EngineLoop::run() {
     const sched::BatchPlan& plan = scheduler_.plan();
     apply_endings(plan);
     apply_admissions(plan);
-    if (trace_) trace_->record(plan, scheduler_.counters());
+    if (trace_) {
+      trace_->record(plan, scheduler_.counters());
+      trace_file_.flush();  // readers follow the trace while the server runs
+    }
     if (!plan.has_work()) {
       scheduler_.wait_for_work(kIdleWait);
       continue;

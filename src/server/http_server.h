@@ -24,6 +24,7 @@
 // run on workers and may block (a non-streamed completion waits there).
 // stop() may be called from any thread except a handler; it wakes everything
 // within Connection::kPollSlice, lets handlers see client_gone(), and joins.
+// Requests in flight at stop() get no answer: their connections close.
 #pragma once
 
 #include <atomic>

@@ -10,7 +10,7 @@
 namespace cohort::server {
 namespace {
 
-constexpr std::array<std::string_view, 3> kPhases = {"idle", "prefill", "decode"};
+constexpr std::array<std::string_view, 4> kPhases = {"idle", "prefill", "decode", "mixed"};
 
 void header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
   out += fmt::format("# HELP cohort:{} {}\n# TYPE cohort:{} {}\n", name, help, name, type);
@@ -35,7 +35,7 @@ std::string label_value(std::string_view v) {
 }
 
 void phase_gauge(std::string& out, const std::string& phase) {
-  header(out, "phase", "gauge", "Scheduling phase: 1 for the active one (idle, prefill or decode).");
+  header(out, "phase", "gauge", "Scheduling phase: 1 for the active one (idle, prefill, decode, mixed).");
   bool known = false;
   for (std::string_view p : kPhases) {
     known = known || p == phase;

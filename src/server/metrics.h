@@ -6,8 +6,9 @@
 //              cohort:requests_total
 //   gauges     cohort:requests_processing, cohort:requests_deferred (queued),
 //              cohort:requests_blocked_by_phase (queued with a slot free),
-//              cohort:phase{phase="idle|prefill|decode"} (1 for the active
-//              one), cohort:cohort_size, cohort:n_slots, cohort:n_ctx
+//              cohort:phase{phase="idle|prefill|decode|mixed"} (1 for the
+//              active one; "mixed": a step of both under --phase-policy
+//              mixed), cohort:cohort_size, cohort:n_slots, cohort:n_ctx
 //   histograms cohort:time_to_first_token_seconds,
 //              cohort:inter_token_latency_seconds (_bucket{le}, _sum, _count)
 //

@@ -133,9 +133,9 @@ void check_prompt_fits(const std::vector<int32_t>& prompt, const PromptContext& 
   if (prompt.empty()) reject_field(field, "gives an empty prompt (no tokens)");
   if (static_cast<int64_t>(prompt.size()) >= ctx.n_ctx) {
     throw RequestError(400,
-                       fmt::format("This model's maximum context length is {} tokens, but the prompt has "
-                                   "{} tokens; shorten the prompt",
-                                   ctx.n_ctx, prompt.size()),
+                       fmt::format("This model's maximum context length is {} tokens, but '{}' resulted "
+                                   "in {} tokens; reduce its length",
+                                   ctx.n_ctx, field, prompt.size()),
                        field, "context_length_exceeded");
   }
 }

@@ -10,8 +10,12 @@ namespace cohort::server {
 
 class RequestError : public std::runtime_error {
  public:
-  RequestError(int status, const std::string& message, std::string param = "", std::string code = "")
-      : std::runtime_error(message), status(status), param(std::move(param)), code(std::move(code)) {}
+  RequestError(int http_status, const std::string& message, std::string field = "",
+               std::string error_code = "")
+      : std::runtime_error(message),
+        status(http_status),
+        param(std::move(field)),
+        code(std::move(error_code)) {}
 
   int status;          // 400, 404, 413, ...
   std::string param;   // the request field at fault, "" for none

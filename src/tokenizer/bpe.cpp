@@ -67,7 +67,8 @@ BpeModel::BpeModel(const gguf::Metadata& md, const Vocab& vocab) : vocab_(vocab)
     block.clear();
   };
   for (size_t rank = 0; rank < merges->items.size(); ++rank) {
-    const std::string_view m = *merges->items[rank].as_string();
+    std::string_view m = *merges->items[rank].as_string();
+    m = m.substr(0, m.find('\0'));  // read as a C string, as llama.cpp does
     const size_t space = m.size() > 1 ? m.find(' ', 1) : std::string::npos;
     if (space == std::string::npos) continue;  // matches nothing (llama.cpp stores an empty pair)
     const std::string_view left = m.substr(0, space), right = m.substr(space + 1);
@@ -125,6 +126,8 @@ void BpeModel::merge_short(std::string_view word, Scratch& s, std::vector<int32_
   const auto n = static_cast<uint32_t>(word.size());
   s.pieces.resize(n);
   for (uint32_t i = 0; i < n; ++i) s.pieces[i] = {byte_symbol_[static_cast<uint8_t>(word[i])], i, 1, kNoMerge, 0};
+  // The merge table is larger than the cache: start all first lookups at once.
+  for (uint32_t i = 0; i + 1 < n; ++i) merges_.prefetch(s.pieces[i].sym, s.pieces[i + 1].sym);
   for (uint32_t i = 0; i + 1 < n; ++i) set_pair(s.pieces[i], s.pieces[i + 1]);
   std::vector<Scratch::Piece>& p = s.pieces;
   for (;;) {
@@ -136,6 +139,8 @@ void BpeModel::merge_short(std::string_view word, Scratch& s, std::vector<int32_
     p[best].sym = p[best].result;
     p[best].length += p[best + 1].length;
     p.erase(p.begin() + static_cast<ptrdiff_t>(best) + 1);
+    if (best > 0) merges_.prefetch(p[best - 1].sym, p[best].sym);
+    if (best + 1 < p.size()) merges_.prefetch(p[best].sym, p[best + 1].sym);
     if (best > 0) set_pair(p[best - 1], p[best]);
     if (best + 1 < p.size()) {
       set_pair(p[best], p[best + 1]);

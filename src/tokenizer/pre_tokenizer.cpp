@@ -3,6 +3,8 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
+#include <functional>
 #include <string>
 
 #include "common/error.h"
@@ -10,13 +12,6 @@
 #include "tokenizer/utf8.h"
 
 namespace cohort::tokenizer {
-namespace {
-
-std::string pcre2_message(int code) {
-  PCRE2_UCHAR buffer[256];
-  pcre2_get_error_message(code, buffer, sizeof buffer);
-  return reinterpret_cast<const char*>(buffer);
-}
 
 // Per-thread match state. The JIT stack grows to 8 MiB (the default 32 KiB
 // overflows on long words with patterns that repeat capture groups, such as
@@ -51,6 +46,14 @@ class MatchState {
   pcre2_jit_stack* stack_;
   pcre2_match_context* context_;
 };
+
+namespace {
+
+std::string pcre2_message(int code) {
+  PCRE2_UCHAR buffer[256];
+  pcre2_get_error_message(code, buffer, sizeof buffer);
+  return reinterpret_cast<const char*>(buffer);
+}
 
 }  // namespace
 
@@ -104,17 +107,18 @@ bool find_match(const pcre2_code* code, std::string_view subject, size_t start, 
 // Splits subject (one piece) by `code` into matches and the gaps between
 // them, with the iteration rules of std::regex_iterator: after an empty match
 // the next match must be non-empty at the same place, or the search moves on
-// by one character. Empty pieces are dropped (they hold no text).
-void split_piece(const pcre2_code* code, std::string_view subject, uint32_t base,
-                 MatchState& state, std::vector<TextSpan>& out) {
-  auto emit = [&](size_t from, size_t to) {
-    if (to > from) out.push_back({base + static_cast<uint32_t>(from), static_cast<uint32_t>(to - from)});
+// by one character. Empty pieces are dropped (they hold no text). Calls
+// emit(offset, length) per piece, offsets relative to subject.
+template <typename Emit>
+void split_piece(const pcre2_code* code, std::string_view subject, MatchState& state, Emit&& emit) {
+  auto piece = [&](size_t from, size_t to) {
+    if (to > from) emit(from, to - from);
   };
   size_t done = 0, pos = 0, begin = 0, end = 0;
   bool found = find_match(code, subject, pos, 0, state, &begin, &end);
   while (found) {
-    emit(done, begin);
-    emit(begin, end);
+    piece(done, begin);
+    piece(begin, end);
     done = end;
     if (end > begin) {
       found = end < subject.size() && find_match(code, subject, end, 0, state, &begin, &end);
@@ -124,28 +128,33 @@ void split_piece(const pcre2_code* code, std::string_view subject, uint32_t base
     if (find_match(code, subject, end, PCRE2_ANCHORED | PCRE2_NOTEMPTY_ATSTART, state, &begin, &end)) {
       continue;
     }
-    pos = end + utf8_lead_length(static_cast<uint8_t>(subject[end]));
-    found = pos <= subject.size() && find_match(code, subject, pos, 0, state, &begin, &end);
+    pos = std::min(subject.size(), end + utf8_lead_length(static_cast<uint8_t>(subject[end])));
+    found = find_match(code, subject, pos, 0, state, &begin, &end);
   }
-  emit(done, subject.size());
+  piece(done, subject.size());
 }
 
 }  // namespace
 
+void PreTokenizer::split_level(size_t level, std::string_view text, uint32_t base, MatchState& state,
+                               const std::function<void(TextSpan)>& emit) const {
+  if (level == regexes_.size()) {
+    emit({base, static_cast<uint32_t>(text.size())});
+    return;
+  }
+  split_piece(regexes_[level]->code, text, state, [&](size_t offset, size_t length) {
+    split_level(level + 1, text.substr(offset, length), base + static_cast<uint32_t>(offset), state, emit);
+  });
+}
+
+void PreTokenizer::split(std::string_view text, const std::function<void(TextSpan)>& emit) const {
+  if (text.empty()) return;
+  split_level(0, text, 0, MatchState::for_this_thread(), emit);
+}
+
 std::vector<TextSpan> PreTokenizer::split(std::string_view text) const {
   std::vector<TextSpan> pieces;
-  if (text.empty()) return pieces;
-  pieces.push_back({0, static_cast<uint32_t>(text.size())});
-  MatchState& state = MatchState::for_this_thread();
-  std::vector<TextSpan> next;
-  for (const auto& regex : regexes_) {
-    next.clear();
-    next.reserve(pieces.size() * 2);
-    for (const TextSpan& p : pieces) {
-      split_piece(regex->code, text.substr(p.offset, p.length), p.offset, state, next);
-    }
-    pieces.swap(next);
-  }
+  split(text, [&](TextSpan s) { pieces.push_back(s); });
   return pieces;
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -44,6 +45,8 @@ struct TextSpan {
   uint32_t length;
 };
 
+class MatchState;  // per-thread PCRE2 state, pre_tokenizer.cpp
+
 class PreTokenizer {
  public:
   // Compiles the type's regexes; throws cohort::Error if PCRE2 refuses one.
@@ -57,9 +60,13 @@ class PreTokenizer {
   // in order. Throws cohort::Error if the regex engine gives up (resource
   // limits on pathological input).
   std::vector<TextSpan> split(std::string_view text) const;
+  // The same pieces, handed to `emit` one by one as they are found.
+  void split(std::string_view text, const std::function<void(TextSpan)>& emit) const;
 
  private:
   struct Compiled;
+  void split_level(size_t level, std::string_view text, uint32_t base, MatchState& state,
+                   const std::function<void(TextSpan)>& emit) const;
   std::vector<std::unique_ptr<Compiled>> regexes_;
 };
 

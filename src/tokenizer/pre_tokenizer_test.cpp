@@ -67,6 +67,7 @@ TEST(PreTokenizer, EveryTypeCompilesAndCoversItsInput) {
 
 TEST(RegexRewrite, ClassesDropLiteralWhiteSpace) {
   EXPECT_EQ(rewrite_for_pcre2("[\xE3\x80\x80-\xE3\x80\x82]"), "[\\x{3001}-\\x{3002}]");
+  EXPECT_EQ(rewrite_for_pcre2("[\\x{2FFF}-\\x{3002}a]"), "[\\x{2FFF}\\x{3001}-\\x{3002}a]");
   EXPECT_EQ(rewrite_for_pcre2("\\p{Lu}+"), "\\p{L}+");
   EXPECT_EQ(rewrite_for_pcre2("[^\\p{S}\\s]"), "[^\\p{S}\\t-\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}]");
   EXPECT_THROW(rewrite_for_pcre2("[\\S]"), Error);

@@ -85,8 +85,8 @@ class Rewriter {
     i_ += 2;
   }
 
-  // One class atom at i_: an escape (copied as written) or a literal
-  // character (decoded). Advances i_.
+  // One class atom at i_: a literal character (as UTF-8 or \x{HHHH},
+  // decoded) or another escape (copied as written). Advances i_.
   struct Atom {
     std::string_view text;
     uint32_t cpt = 0;
@@ -94,6 +94,13 @@ class Rewriter {
   };
   Atom next_atom() {
     const size_t start = i_;
+    if (p_.substr(i_, 3) == "\\x{") {  // \x{HHHH}: a literal code point
+      const size_t close = p_.find('}', i_);
+      if (close == std::string_view::npos) fail("pre-tokenizer regex: unterminated \\x{{ in '{}'", p_);
+      const std::string hex(p_.substr(i_ + 3, close - i_ - 3));
+      i_ = close + 1;
+      return {p_.substr(start, i_ - start), static_cast<uint32_t>(std::stoul(hex, nullptr, 16)), true};
+    }
     if (p_[i_] == '\\') {
       i_ = std::min(i_ + 2, p_.size());
       return {p_.substr(start, i_ - start), 0, false};

@@ -106,7 +106,9 @@ class SpmSession {
   }
 
   // A symbol that is not a token can only be a single (unmerged) character:
-  // every merge result is a token. It is emitted byte by byte.
+  // every merge result is a token. It is emitted byte by byte. (llama.cpp
+  // first looks such a symbol up among the merged pairs; a character never
+  // equals the text of two adjacent symbols, so that lookup cannot succeed.)
   void emit(const Symbol& s, std::vector<int32_t>& out) const {
     const std::string_view piece = text_.substr(s.begin, s.length);
     if (const int32_t token = vocab_.find(piece); token != kNoToken) {

@@ -59,7 +59,7 @@ void Tokenizer::Impl::encode_bpe_text(std::string_view text, std::vector<int32_t
     }
   }
   BpeModel::Scratch scratch;
-  for (const TextSpan& s : pre->split(view)) bpe->encode_word(words.substr(s.offset, s.length), scratch, out);
+  pre->split(view, [&](TextSpan s) { bpe->encode_word(words.substr(s.offset, s.length), scratch, out); });
 }
 
 void Tokenizer::Impl::add_bos(std::vector<int32_t>& out) const {

@@ -125,12 +125,22 @@ void Vocab::read_tokens(const gguf::Metadata& md) {
   tokens_.resize(n);
   for (size_t i = 0; i < n; ++i) {
     TokenData& t = tokens_[i];
-    t.text = *tokens->items[i].as_string();
-    if (t.text.empty()) t.text = fmt::format("[EMPTY_{}]", i);  // as llama.cpp
+    // llama.cpp reads token texts as C strings: they end at the first NUL.
+    const std::string& text = *tokens->items[i].as_string();
+    t.text = text.substr(0, text.find('\0'));
+    if (t.text.empty()) t.text = fmt::format("[EMPTY_{}]", i);
     if (scores) t.score = static_cast<float>(scores->items[i].as_double().value_or(0.0));
     if (types) t.attr = attr_from_token_type(types->items[i].as_int().value_or(0));
   }
   index_.assign_all(tokens_);
+  if (index_.size() != n) {  // llama.cpp refuses such a vocabulary too (an assertion)
+    for (size_t i = 0; i < n; ++i) {
+      if (find(tokens_[i].text) != static_cast<int32_t>(i)) {
+        fail("{}: token {} has the same text as token {}: '{}'", kTokensKey, i, find(tokens_[i].text),
+             tokens_[i].text);
+      }
+    }
+  }
 }
 
 void Vocab::read_special_ids(const gguf::Metadata& md) {

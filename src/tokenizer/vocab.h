@@ -51,7 +51,7 @@ class Vocab {
   // Throws cohort::Error naming the key or value at fault: missing or
   // mistyped tokenizer.ggml.tokens, an unsupported tokenizer.ggml.model
   // (supported: gpt2, llama), an unknown tokenizer.ggml.pre, array lengths
-  // that do not match the token count.
+  // that do not match the token count, two tokens with the same text.
   static Vocab from_metadata(const gguf::Metadata& md);
 
   VocabType type() const { return type_; }
@@ -59,7 +59,7 @@ class Vocab {
   const PreTypeInfo& pre_type() const { return *pre_; }
   int32_t n_tokens() const { return static_cast<int32_t>(tokens_.size()); }
   const TokenData& token(int32_t id) const { return tokens_[id]; }
-  // Exact text -> id (the last id wins for duplicate texts); kNoToken if absent.
+  // Exact text -> id; kNoToken if absent.
   int32_t find(std::string_view text) const;
   // The index itself, for batched lookups.
   const StringIndex& index() const { return index_; }

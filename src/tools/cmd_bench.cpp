@@ -30,6 +30,7 @@ struct BenchOptions {
   std::vector<int> n_ubatch{512};
   int repetitions = 5;
   std::string output = "md";
+  bool exact = false;
 };
 
 struct Test {
@@ -118,6 +119,7 @@ void run_bench(const BenchOptions& o) {
           d.n_batch = nb;
           d.n_ubatch = nub;
           d.n_threads = threads;
+          d.exact = o.exact;
           engine::Decoder dec(*model, d);
           BenchRecord r = base_record(*model, o.model);
           r.n_batch = nb;
@@ -151,6 +153,7 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--ubatch-size", o->n_ubatch, "micro-batch size (list)")->delimiter(',');
   cmd->add_option("-r,--repetitions", o->repetitions, "timed runs per test");
   cmd->add_option("-o,--output", o->output, "md, json, jsonl or csv");
+  cmd->add_flag("--exact", o->exact, "CPU reference path (F32 activations)");
   cmd->callback([o] { run_bench(*o); });
 }
 

@@ -98,6 +98,7 @@ void register_logits(CLI::App& app) {
   cmd->add_option("-b,--batch-size", opt->dec.n_batch, "tokens per batch");
   cmd->add_option("--ubatch-size", opt->dec.n_ubatch, "tokens per forward");
   cmd->add_option("-t,--threads", opt->dec.n_threads, "threads");
+  cmd->add_flag("--exact", opt->dec.exact, "F32 activations in every dot product (reference)");
   cmd->add_flag("--together", opt->together, "interleave all sequences in the same batches");
   cmd->callback([opt] {
     auto model = model::Model::load(opt->model);

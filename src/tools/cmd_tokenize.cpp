@@ -12,6 +12,7 @@
 //       holds what the streaming decoder emitted per token, then at finish);
 //   cohort detokenize -m FILE [--special] IDS...   prints the text.
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -38,14 +39,24 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+// CPU time of this thread, in ms: throughput that other processes on the
+// machine do not disturb.
+double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
 Tokenizer load(const std::string& path, bool timing) {
   const auto t0 = Clock::now();
   const gguf::GgufFile file = gguf::GgufFile::open(path);
   const auto t1 = Clock::now();
+  const double cpu1 = thread_cpu_ms();
   Tokenizer tok = Tokenizer::from_gguf(file.metadata());
   if (timing) {
-    fmt::print(stderr, "load: gguf {:.1f} ms, tokenizer {:.1f} ms ({} tokens)\n",
-               std::chrono::duration<double, std::milli>(t1 - t0).count(), ms_since(t1), tok.n_vocab());
+    fmt::print(stderr, "load: gguf {:.1f} ms, tokenizer {:.1f} ms ({:.1f} ms cpu; {} tokens)\n",
+               std::chrono::duration<double, std::milli>(t1 - t0).count(), ms_since(t1),
+               thread_cpu_ms() - cpu1, tok.n_vocab());
   }
   return tok;
 }
@@ -175,11 +186,13 @@ void register_tokenize(CLI::App& app) {
     if (opt->jsonl) return run_jsonl(tok);
     const std::string text = opt->file.empty() ? opt->text : read_file(opt->file);
     const auto t0 = Clock::now();
+    const double cpu0 = thread_cpu_ms();
     const std::vector<int32_t> ids = tok.encode(text, !opt->no_bos, opt->parse_special);
     if (opt->timing) {
-      const double ms = ms_since(t0);
-      fmt::print(stderr, "encode: {} bytes -> {} tokens in {:.2f} ms ({:.1f} MB/s)\n", text.size(),
-                 ids.size(), ms, ms > 0 ? static_cast<double>(text.size()) / ms / 1e3 : 0.0);
+      const double ms = ms_since(t0), cpu = thread_cpu_ms() - cpu0;
+      auto mbs = [&](double t) { return t > 0 ? static_cast<double>(text.size()) / t / 1e3 : 0.0; };
+      fmt::print(stderr, "encode: {} bytes -> {} tokens in {:.2f} ms ({:.1f} MB/s; {:.1f} MB/s of cpu time)\n",
+                 text.size(), ids.size(), ms, mbs(ms), mbs(cpu));
     }
     if (!opt->pieces) {
       fmt::print("{}\n", ids_line(ids));

@@ -15,6 +15,7 @@ void register_detokenize(CLI::App& app);
 void register_logits(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_run(CLI::App& app);
+void register_serve(CLI::App& app);
 void register_perplexity(CLI::App& app);
 
 }  // namespace cohort::tools

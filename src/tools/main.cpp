@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   cohort::tools::register_logits(app);
   cohort::tools::register_bench(app);
   cohort::tools::register_run(app);
+  cohort::tools::register_serve(app);
   cohort::tools::register_perplexity(app);
   try {
     const std::vector<std::string> args = cohort::tools::normalize_flags(argc, argv);

@@ -7,6 +7,10 @@
 //   quant_probe dequant-tensor GGUF NAME [--isa ...]   stdout float32 of one tensor
 //   quant_probe bench TYPE ROWS COLS [--isa ...] [--reps R]
 //                                                      single-thread matvec throughput
+//   quant_probe vecdot-bench TYPE ROWS COLS [--tokens T] [--isa ...] [--reps R]
+//                                                      single-thread W x over T tokens:
+//                                                      F32-activation dot() per (row, token)
+//                                                      vs quantized activations + vec_dot_tile
 //
 // Bad input prints one `error: ...` line on stderr and exits with status 1.
 #include <algorithm>
@@ -24,6 +28,7 @@
 #include "gguf/gguf_file.h"
 #include "gguf/tensor_type.h"
 #include "quant/quant.h"
+#include "quant/vec_dot.h"
 
 namespace {
 
@@ -35,6 +40,7 @@ struct Args {
   std::vector<std::string> positional;  // after the command name
   std::string isa;
   int64_t reps = 20;
+  int64_t tokens = 1;
 };
 
 int64_t parse_int(const std::string& s, const char* what) {
@@ -48,9 +54,10 @@ Args parse_args(int argc, char** argv) {
   Args a;
   for (int i = 2; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    if ((arg == "--isa" || arg == "--reps") && i + 1 < argc) {
+    if ((arg == "--isa" || arg == "--reps" || arg == "--tokens") && i + 1 < argc) {
       if (arg == "--isa") a.isa = argv[++i];
-      else a.reps = parse_int(argv[++i], "--reps");
+      else if (arg == "--reps") a.reps = parse_int(argv[++i], "--reps");
+      else a.tokens = std::max<int64_t>(1, parse_int(argv[++i], "--tokens"));
     } else if (arg.starts_with("--")) {
       fail("unknown or incomplete option '{}'", arg);
     } else {
@@ -204,8 +211,69 @@ int cmd_bench(const Args& a) {
   return 0;
 }
 
+// Seconds per call of fn, the mean of `reps` calls after one warm-up call.
+template <typename Fn>
+double time_per_call(int64_t reps, Fn fn) {
+  fn();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < reps; ++i) fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
+         static_cast<double>(std::max<int64_t>(reps, 1));
+}
+
+// y [T, ROWS] = x [T, COLS] W^T on one thread, both ways; reports the
+// weights' bytes and the weight-token products (MACs) per second.
+int cmd_vecdot_bench(const Args& a) {
+  need(a, 3, "vecdot-bench TYPE ROWS COLS [--tokens T] [--isa scalar|avx2] [--reps R]");
+  const TensorType type = parse_type(a.positional[0]);
+  const int64_t rows = parse_int(a.positional[1], "ROWS");
+  const int64_t cols = parse_int(a.positional[2], "COLS");
+  const int64_t n_tok = a.tokens;
+  if (!quant::has_vec_dot(type)) fail("no integer dot product for {}", a.positional[0]);
+  const size_t rb = cohort::gguf::row_bytes(type, cols);
+  const size_t ab = quant::activation_row_bytes(type, cols);
+  std::vector<uint8_t> w(rb * static_cast<size_t>(rows));
+  std::vector<uint8_t> act(ab * static_cast<size_t>(n_tok));
+  std::vector<float> row(static_cast<size_t>(cols)), x(static_cast<size_t>(cols * n_tok));
+  std::vector<float> y(static_cast<size_t>(rows * n_tok));
+  std::mt19937 rng(1234);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& v : x) v = normal(rng);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (float& v : row) v = normal(rng) * 0.02f;
+    quant::quantize(type, row.data(), w.data() + static_cast<size_t>(r) * rb, cols);
+  }
+  const double f32_s = time_per_call(a.reps, [&] {
+    for (int64_t t = 0; t < n_tok; ++t) {
+      for (int64_t r = 0; r < rows; ++r) {
+        y[static_cast<size_t>(t * rows + r)] =
+            quant::dot(type, w.data() + static_cast<size_t>(r) * rb, x.data() + t * cols, cols);
+      }
+    }
+  });
+  const double quant_s = time_per_call(a.reps, [&] {
+    for (int64_t t = 0; t < n_tok; ++t) {
+      quant::quantize_activations(type, x.data() + t * cols, act.data() + static_cast<size_t>(t) * ab, cols);
+    }
+  });
+  const double int_s = time_per_call(a.reps, [&] {
+    quant::vec_dot_tile(type, w.data(), rb, rows, act.data(), ab, n_tok, cols, y.data(), rows);
+  });
+  const double macs = static_cast<double>(rows * cols * n_tok);
+  const double bytes = static_cast<double>(w.size());
+  std::printf("%s %s %lldx%lld x %lld tokens: dot %.3f ms (%.2f GB/s, %.2f GMAC/s) | "
+              "vec_dot %.3f ms + quantize %.3f ms (%.2f GB/s, %.2f GMAC/s) | speed-up %.2fx\n",
+              std::string(cohort::gguf::type_name(type)).c_str(),
+              quant::active_isa() == quant::Isa::avx2 ? "avx2" : "scalar", static_cast<long long>(rows),
+              static_cast<long long>(cols), static_cast<long long>(n_tok), f32_s * 1e3,
+              bytes * static_cast<double>(n_tok) / f32_s / 1e9, macs / f32_s / 1e9, int_s * 1e3,
+              quant_s * 1e3, bytes * static_cast<double>(n_tok) / (int_s + quant_s) / 1e9,
+              macs / (int_s + quant_s) / 1e9, f32_s / (int_s + quant_s));
+  return 0;
+}
+
 int run(int argc, char** argv) {
-  if (argc < 2) fail("usage: quant_probe types|dequant|dot|quantize|dequant-tensor|bench ...");
+  if (argc < 2) fail("usage: quant_probe types|dequant|dot|quantize|dequant-tensor|bench|vecdot-bench ...");
   const std::string_view cmd = argv[1];
   const Args a = parse_args(argc, argv);
   if (cmd == "types") return cmd_types();
@@ -214,6 +282,7 @@ int run(int argc, char** argv) {
   if (cmd == "quantize") return cmd_quantize(a);
   if (cmd == "dequant-tensor") return cmd_dequant_tensor(a);
   if (cmd == "bench") return cmd_bench(a);
+  if (cmd == "vecdot-bench") return cmd_vecdot_bench(a);
   fail("unknown command '{}'", cmd);
 }
 

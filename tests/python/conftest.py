@@ -5,8 +5,12 @@ COHORT_QUANT_PROBE overrides the quant_probe test binary likewise.
 """
 import os
 import pathlib
+import socket
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -49,3 +53,60 @@ def run_cohort(cohort_bin, *args, check=True, timeout=600, **kw):
         raise AssertionError(f"cohort {' '.join(map(str, args))} failed ({res.returncode}):\n"
                              f"{res.stderr}")
     return res
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _health_status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=5) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError:
+        return 0
+
+
+SERVE_ARGS = ["-c", "2048", "-np", "2", "-n", "16"]  # 1024 tokens per request, 16 by default
+
+
+@pytest.fixture(scope="session")
+def cohort_server(cohort_bin, default_model, tmp_path_factory):
+    """Base URL of `cohort serve` with the default model (SERVE_ARGS) on a free
+    port, once /health answers 200; stopped with SIGTERM at the end. While the
+    engine behind the server is not built yet (serve says "not available
+    yet"), the tests that use it are marked xfail."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log_path = tmp_path_factory.mktemp("serve") / "serve.log"
+    args = [str(cohort_bin), "serve", "-m", str(default_model), "--port", str(port), *SERVE_ARGS]
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+    ready = False
+    try:
+        deadline = time.monotonic() + 300
+        while _health_status(url) != 200:
+            if proc.poll() is not None:
+                text = log_path.read_text()
+                if "not available yet" in text:
+                    pytest.xfail(f"cohort serve has no engine yet: {text.strip()}")
+                pytest.fail(f"cohort serve exited with {proc.returncode}:\n{text}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"cohort serve not ready after 300 s:\n{log_path.read_text()}")
+            time.sleep(0.2)
+        ready = True
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            rc = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            rc = None
+        if ready and rc != 0:
+            pytest.fail(f"cohort serve did not stop cleanly on SIGTERM ({rc}):\n{log_path.read_text()}")

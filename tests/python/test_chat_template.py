@@ -16,13 +16,12 @@ import copy
 import datetime
 import json
 import pathlib
+import subprocess
 
 import jinja2
 import jinja2.ext
 import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-from conftest import run_cohort
 
 DATA = pathlib.Path(__file__).resolve().parent / "data"
 TEMPLATES = DATA / "chat_templates"
@@ -115,6 +114,8 @@ def reference(source, messages, add_generation_prompt, variables):
 
 
 def cohort_render(cohort_bin, tmp_path, messages, add_generation_prompt, variables, *source_args, check=False):
+    """Runs `cohort chat-template` with the messages and variables in one request file; returns the
+    CompletedProcess with stdout and stderr as bytes (the prompt is compared byte for byte)."""
     request = dict(variables)
     request["messages"] = messages
     path = tmp_path / "request.json"
@@ -122,7 +123,6 @@ def cohort_render(cohort_bin, tmp_path, messages, add_generation_prompt, variabl
     args = [*source_args, "--messages", path]
     if add_generation_prompt:
         args.append("--add-generation-prompt")
-    import subprocess
     res = subprocess.run([str(cohort_bin), "chat-template", *map(str, args)], capture_output=True, timeout=60)
     if check:
         assert res.returncode == 0, res.stderr.decode("utf-8", "replace")

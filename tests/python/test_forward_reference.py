@@ -4,10 +4,11 @@ and for random-weight models of each family and block type; batched equals
 unbatched.
 
 llama.cpp's CPU dot products round the activations to the weight's partner
-type (Q8_0, Q8_K, BF16, F16) first; cohort's reference path keeps them F32.
-So the F64 forward (tests/python/f64_forward.py) decides which side is closer
-to exact, and every top-1 disagreement between cohort and llama.cpp must be a
-position where llama.cpp itself departs from the F64 top-1."""
+type (Q8_0, Q8_K, BF16, F16) first; so does cohort's default (fast) path,
+which is compared with llama.cpp directly. cohort's reference path (--exact)
+keeps them F32: the F64 forward (tests/python/f64_forward.py) decides which
+side is closer to exact, and every top-1 disagreement between that path and
+llama.cpp must be a position where llama.cpp itself departs from the F64 top-1."""
 import numpy as np
 import pytest
 
@@ -37,6 +38,15 @@ def random_ids(n_vocab, n, seed=0):
     return np.random.default_rng(seed).integers(3, n_vocab, size=n).tolist()
 
 
+def check_fast_path(name, llama, fast, full_precision):
+    m = compare(llama, fast)
+    print(f"\n{name}: cohort (fast path) vs llama.cpp {m}")
+    if full_precision:
+        assert m["top1"] >= 0.995 and m["kld"] <= 1e-4, m
+    else:
+        assert m["top1"] >= 0.98 and m["kld"] <= 5e-3, m
+
+
 def check_three_way(name, exact, llama, ours, full_precision):
     ours_exact, llama_exact, ours_llama = (compare(exact, ours), compare(exact, llama),
                                            compare(llama, ours))
@@ -56,10 +66,9 @@ def check_three_way(name, exact, llama, ours, full_precision):
 def test_default_model_logits_match_llama_cpp(tmp_path, cohort_bin, default_model):
     ids = default_model_ids(default_model, N_POSITIONS)
     llama = llama_cpp_logits(default_model, ids)
-    ours = cohort_logits(cohort_bin, default_model, [ids], tmp_path, llama.shape[1])
-    m = compare(llama, ours)
-    print(f"\ndefault model Q4_1 vs llama.cpp: {m}")
-    assert m["top1"] >= 0.98 and m["kld"] <= 5e-3, m
+    fast = cohort_logits(cohort_bin, default_model, [ids], tmp_path, llama.shape[1])
+    check_fast_path("default model Q4_1", llama, fast, full_precision=False)
+    ours = cohort_logits(cohort_bin, default_model, [ids], tmp_path, llama.shape[1], ["--exact"])
     exact = f64_forward.forward(default_model, ids)
     check_three_way("default model Q4_1", exact, llama, ours, full_precision=False)
 
@@ -75,7 +84,9 @@ def test_mkmodel_logits_match_llama_cpp(tmp_path, cohort_bin, arch, qtype):
                "-o", path)
     ids = random_ids(512, N_POSITIONS, seed=len(arch) * 31 + len(qtype))
     llama = llama_cpp_logits(path, ids)
-    ours = cohort_logits(cohort_bin, path, [ids], tmp_path, llama.shape[1])
+    fast = cohort_logits(cohort_bin, path, [ids], tmp_path, llama.shape[1])
+    check_fast_path(f"{arch} {qtype}", llama, fast, qtype in FULL_PRECISION)
+    ours = cohort_logits(cohort_bin, path, [ids], tmp_path, llama.shape[1], ["--exact"])
     exact = f64_forward.forward(path, ids)
     check_three_way(f"{arch} {qtype}", exact, llama, ours, qtype in FULL_PRECISION)
 
@@ -85,11 +96,13 @@ def test_batched_equals_unbatched(tmp_path, cohort_bin):
     run_cohort(cohort_bin, "mkmodel", "--preset", "tiny", "--arch", "qwen3", "--type", "q4_k",
                "-o", path)
     seqs = [random_ids(512, n, seed=n) for n in (37, 80, 5, 64)]
-    alone = cohort_logits(cohort_bin, path, seqs, tmp_path, 512)
-    for extra in (["--together"], ["--together", "-ub", "7"], ["-ub", "16", "-b", "16"],
-                  ["--together", "-b", "33", "-ub", "5", "-t", "1"]):
-        other = cohort_logits(cohort_bin, path, seqs, tmp_path, 512, extra)
-        np.testing.assert_allclose(other, alone, rtol=1e-5, atol=1e-5, err_msg=str(extra))
+    for path_flag in ([], ["--exact"]):
+        alone = cohort_logits(cohort_bin, path, seqs, tmp_path, 512, path_flag)
+        for extra in (["--together"], ["--together", "-ub", "7"], ["-ub", "16", "-b", "16"],
+                      ["--together", "-b", "33", "-ub", "5", "-t", "1"]):
+            other = cohort_logits(cohort_bin, path, seqs, tmp_path, 512, path_flag + extra)
+            np.testing.assert_allclose(other, alone, rtol=1e-5, atol=1e-5,
+                                       err_msg=str(path_flag + extra))
 
 
 def test_context_overflow_and_unsupported_arch_are_clear_errors(tmp_path, cohort_bin):

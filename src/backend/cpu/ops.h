@@ -15,6 +15,24 @@ namespace cohort::cpu {
 // y [n_tok, w.n_out] = x [n_tok, w.n_in] · wᵀ
 void matmul(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tok, float* y);
 
+// The same product on the fast path (matmul_fast.cpp): each row of x is
+// quantized once to quant::activation_type(w.type) (8-bit blocks for the
+// quantized formats, F16/BF16 for those weights) into `scratch`, then
+// integer dot products run in cache-sized tiles of rows x tokens. Results
+// differ from matmul() by the activation rounding (a relative error of about
+// 0.5% per dot product for 8-bit activations) and are bit-identical for any
+// thread count, ISA path and n_tok: a token's row of y does not depend on the
+// other tokens of the call.
+// REQUIRES: quant::has_vec_dot(w.type); scratch.size() >=
+// matmul_fast_scratch_bytes(w, n_tok) (else cohort::Error). x and y must not
+// overlap scratch.
+void matmul_fast(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tok, float* y,
+                 std::span<uint8_t> scratch);
+
+// Scratch bytes matmul_fast needs for n_tok activation rows of w.n_in elements
+// (0 for F32 weights, whose activations are used as they are).
+size_t matmul_fast_scratch_bytes(const WeightView& w, int64_t n_tok);
+
 // y [n_tok, n] = x / rms(x) * weight, per row. y may alias x.
 void rms_norm(ThreadPool& pool, const float* x, const float* weight, int64_t n_tok, int64_t n,
               float eps, float* y);

@@ -1,0 +1,136 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/ops.h"
+#include "common/error.h"
+#include "quant/quant_testing.h"
+#include "quant/vec_dot.h"
+
+namespace cohort::cpu {
+namespace {
+
+using gguf::TensorType;
+using quant::testing::random_blocks;
+using quant::testing::random_normal;
+using quant::testing::same_float;
+
+const std::vector<TensorType> kTypes = {
+    TensorType::Q4_0, TensorType::Q4_1, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K,
+    TensorType::Q6_K, TensorType::F16,  TensorType::BF16, TensorType::F32,
+};
+
+std::string name(TensorType t) { return std::string(gguf::type_name(t)); }
+
+struct Matrix {
+  std::vector<uint8_t> bytes;
+  WeightView view;
+};
+
+Matrix random_matrix(TensorType type, int64_t n_out, int64_t n_in, std::mt19937& rng) {
+  Matrix m;
+  m.bytes = random_blocks(type, n_out * n_in / gguf::traits(type).block_size, rng);
+  m.view = WeightView{type, m.bytes.data(), n_in, n_out, gguf::row_bytes(type, n_in)};
+  return m;
+}
+
+std::vector<float> run_fast(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tok) {
+  std::vector<uint8_t> scratch(matmul_fast_scratch_bytes(w, n_tok));
+  std::vector<float> y(static_cast<size_t>(n_tok * w.n_out), NAN);
+  matmul_fast(pool, w, x, n_tok, y.data(), scratch);
+  return y;
+}
+
+// Relative RMS difference to the F32 reference that activation rounding
+// explains. For Gaussian x, rounding to steps of amax/127 errs by
+// step/sqrt(12) per element, which the dot product carries over as a relative
+// error of about amax / (127 sqrt(12) sigma): 0.5% for blocks of 32 (amax ~
+// 2.2 sigma), 0.7% for blocks of 256 (amax ~ 3 sigma). The bounds leave room
+// for the spread of a few dozen outputs. F16 and BF16 err by their half ulps,
+// F32 only by summation order.
+double bound(TensorType weight) {
+  switch (quant::activation_type(weight)) {
+    case TensorType::Q8_0:
+    case TensorType::Q8_1: return 0.01;
+    case TensorType::Q8_K: return 0.015;
+    case TensorType::F16: return 5e-4;
+    case TensorType::BF16: return 4e-3;
+    default: return 1e-5;
+  }
+}
+
+TEST(MatmulFast, MatchesReferenceMatmulWithinActivationRounding) {
+  std::mt19937 rng(41);
+  ThreadPool pool(2);
+  const int64_t n_out = 37, n_in = 512;
+  for (TensorType type : kTypes) {
+    const Matrix m = random_matrix(type, n_out, n_in, rng);
+    for (int64_t n_tok : {1, 3, 17, 64}) {
+      const auto x = random_normal(static_cast<size_t>(n_tok * n_in), rng);
+      std::vector<float> want(static_cast<size_t>(n_tok * n_out));
+      matmul(pool, m.view, x.data(), n_tok, want.data());
+      const auto got = run_fast(pool, m.view, x.data(), n_tok);
+      const double err = quant::testing::relative_rms_error(got, want);
+      EXPECT_TRUE(quant::testing::within(err, bound(type)))
+          << name(type) << " n_tok=" << n_tok << " relative RMS error " << err;
+      if (n_tok == 64) {
+        std::printf("[ matmul   ] %-5s relative RMS error vs F32 reference %.2e (bound %.3g)\n",
+                    name(type).c_str(), err, bound(type));
+      }
+    }
+  }
+}
+
+// The product is the same bits whatever the thread count and however the
+// tokens are grouped into calls (one call, one token per call, uneven splits).
+TEST(MatmulFast, IdenticalForAnyThreadCountAndTokenGrouping) {
+  std::mt19937 rng(42);
+  ThreadPool pool1(1), pool2(2), pool3(3);
+  const int64_t n_out = 70, n_in = 768, n_tok = 67;
+  for (TensorType type : kTypes) {
+    const Matrix m = random_matrix(type, n_out, n_in, rng);
+    const auto x = random_normal(static_cast<size_t>(n_tok * n_in), rng);
+    const auto all = run_fast(pool1, m.view, x.data(), n_tok);
+    for (ThreadPool* pool : {&pool2, &pool3}) {
+      EXPECT_EQ(std::memcmp(run_fast(*pool, m.view, x.data(), n_tok).data(), all.data(),
+                            all.size() * sizeof(float)),
+                0)
+          << name(type) << " threads=" << pool->n_threads();
+    }
+    for (int64_t split : {1, 5, 30}) {
+      for (int64_t t0 = 0; t0 < n_tok; t0 += split) {
+        const int64_t nt = std::min(split, n_tok - t0);
+        const auto part = run_fast(pool2, m.view, x.data() + t0 * n_in, nt);
+        for (int64_t i = 0; i < nt * n_out; ++i) {
+          ASSERT_TRUE(same_float(part[static_cast<size_t>(i)], all[static_cast<size_t>(t0 * n_out + i)]))
+              << name(type) << " split " << split << " token " << t0 + i / n_out << " row " << i % n_out;
+        }
+      }
+    }
+  }
+}
+
+TEST(MatmulFast, ScratchIsCheckedAndMayBeUnaligned) {
+  std::mt19937 rng(43);
+  ThreadPool pool(2);
+  const Matrix m = random_matrix(TensorType::Q4_1, 8, 64, rng);
+  const auto x = random_normal(3 * 64, rng);
+  std::vector<float> y(3 * 8);
+  const size_t need = matmul_fast_scratch_bytes(m.view, 3);
+  std::vector<uint8_t> scratch(need + 1);
+  EXPECT_THROW(matmul_fast(pool, m.view, x.data(), 3, y.data(), std::span(scratch).first(need - 1)), Error);
+  matmul_fast(pool, m.view, x.data(), 3, y.data(), std::span(scratch).subspan(1));
+  EXPECT_EQ(y, run_fast(pool, m.view, x.data(), 3));
+  const Matrix unsupported{{}, WeightView{TensorType::Q5_1, scratch.data(), 32, 1, 24}};
+  EXPECT_THROW(matmul_fast(pool, unsupported.view, x.data(), 1, y.data(), scratch), Error);
+  EXPECT_EQ(matmul_fast_scratch_bytes(random_matrix(TensorType::F32, 2, 8, rng).view, 5), 0u);
+}
+
+}  // namespace
+}  // namespace cohort::cpu

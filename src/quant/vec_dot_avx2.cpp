@@ -1,0 +1,405 @@
+// AVX2 tile kernels of the 32-element formats (Q4_0 x Q8_0, Q4_1 x Q8_1,
+// Q8_0 x Q8_0) and of the float formats (F16, BF16, F32).
+//
+// Per (row, activation, block) the work is vpmaddubsw, vpmaddwd, vcvtdq2ps
+// and one vfmadd with the product of the two block scales (plus one op for
+// the signs of Q8_0 or the offset 8 of Q4_0); the order of F32 operations is
+// the one vec_dot_scalar.cpp defines. What differs between the two paths
+// below is only how the f16 scales reach the registers:
+//
+//  - One activation (a matvec, and vec_dot()): blocks go in groups of 8; the
+//    8 scales of each row and of the activation are gathered into one vector
+//    (vpinsrw, vcvtph2ps), multiplied once, and each block's product is
+//    picked with vpermps. 4 rows at a time share the activation's loads.
+//  - Several activations: the scales are converted to F32 arrays up front,
+//    those of up to kMaxActGroup activations once per group and those of a
+//    row group once, and micro-tiles of 2 rows x 4 activations keep 8
+//    accumulators in registers, so each weight block is unpacked once per 4
+//    activations and each activation block loaded once per 2 rows. Rows
+//    longer than kChunk blocks are walked in chunks, the accumulators parked
+//    in memory between chunks (chunk starts are multiples of 8 blocks, so
+//    the Q4_1 offset lanes b % 8 stay the same).
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "quant/avx2_tile.h"
+#include "quant/blocks.h"
+#include "quant/vec_dot_kernels.h"
+
+namespace cohort::quant::kernels {
+namespace {
+
+using namespace avx2;
+
+enum class Kind { q4_0, q4_1, q8_0 };
+
+template <Kind> struct Fmt;
+template <> struct Fmt<Kind::q4_0> { using W = BlockQ4_0; using A = BlockQ8_0; };
+template <> struct Fmt<Kind::q4_1> { using W = BlockQ4_1; using A = BlockQ8_1; };
+template <> struct Fmt<Kind::q8_0> { using W = BlockQ8_0; using A = BlockQ8_0; };
+
+// Q4_1 x Q8_1 adds sum_b m_b * s_b in 8 more lanes (block b in lane b % 8).
+constexpr bool has_offset(Kind k) { return k == Kind::q4_1; }
+
+constexpr int64_t kChunk = 512;            // blocks (16384 elements) per chunk of a row
+constexpr int64_t kActScaleFloats = 8192;  // 32 KiB of activation scales per group
+constexpr int64_t kMaxActGroup = 64;
+
+int64_t round_up8(int64_t n) { return (n + 7) / 8 * 8; }
+
+// The 32 weights of a block as bytes in element order: 0..15 for Q4_0/Q4_1
+// (the offset 8 of Q4_0 is taken off later), -127..127 for Q8_0.
+template <Kind k>
+__m256i weight_bytes(const typename Fmt<k>::W& b) {
+  if constexpr (k == Kind::q8_0) {
+    return loadu(b.qs);
+  } else {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
+    return _mm256_and_si256(both, _mm256_set1_epi8(0xF));
+  }
+}
+
+// Per (row, activation) pair of one block: sums of 4 products of w and a in
+// int32 lanes, as floats. For Q8_0, wabs = |w| (vpmaddubsw wants one operand
+// unsigned; the signs move to a); for Q4_0, eight_a = the pairs of 8 * a.
+template <Kind k>
+__m256 lanes(__m256i w, __m256i wabs, __m256i av, __m256i eight_a) {
+  __m256i p16;
+  if constexpr (k == Kind::q8_0) {
+    p16 = _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(av, w));
+  } else {
+    p16 = _mm256_maddubs_epi16(w, av);
+  }
+  if constexpr (k == Kind::q4_0) p16 = _mm256_sub_epi16(p16, eight_a);
+  return _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+}
+
+template <Kind k>
+__m256i eight_times(__m256i av) {
+  if constexpr (k == Kind::q4_0) return _mm256_maddubs_epi16(_mm256_set1_epi8(8), av);
+  return _mm256_setzero_si256();
+}
+
+// ---- one activation ----------------------------------------------------
+
+uint16_t load_u16(const uint8_t* p) {
+  uint16_t v = 0;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+template <size_t... J>
+__m128i insert8(const uint8_t* p, size_t stride, std::index_sequence<J...>) {
+  __m128i h = _mm_setzero_si128();
+  ((h = _mm_insert_epi16(h, load_u16(p + J * stride), J)), ...);
+  return h;
+}
+
+// The f16 field at byte `offset` of `count` (<= 8) consecutive blocks as
+// F32 lanes; lanes from `count` on are zero.
+template <typename Block>
+__m256 gather_half8(const Block* b, size_t offset, int64_t count) {
+  const auto* p = reinterpret_cast<const uint8_t*>(b) + offset;
+  if (count == 8) return _mm256_cvtph_ps(insert8(p, sizeof(Block), std::make_index_sequence<8>()));
+  alignas(16) uint16_t h[8] = {};
+  for (int64_t j = 0; j < count; ++j) h[j] = load_u16(p + static_cast<size_t>(j) * sizeof(Block));
+  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+}
+
+template <Kind k, int R>
+void matvec_rows(const void* rows, size_t row_stride, int64_t r0, const typename Fmt<k>::A* a,
+                 int64_t n_blocks, float* y) {
+  using W = typename Fmt<k>::W;
+  using A = typename Fmt<k>::A;
+  const W* w[R];
+  for (int r = 0; r < R; ++r) w[r] = row_at<W>(rows, row_stride, r0 + r);
+  __m256 c[R], ms[R];
+  for (int r = 0; r < R; ++r) c[r] = ms[r] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < n_blocks; g += 8) {
+    const int64_t count = std::min<int64_t>(8, n_blocks - g);
+    for (int r = 0; r < R; ++r) prefetch_ahead(w[r] + g, 8 * sizeof(W));
+    const __m256 da = gather_half8(a + g, offsetof(A, d), count);
+    __m256 dd[R];  // dw * da of the group's 8 blocks
+    for (int r = 0; r < R; ++r) dd[r] = _mm256_mul_ps(gather_half8(w[r] + g, offsetof(W, d), count), da);
+    if constexpr (has_offset(k)) {
+      const __m256 s = gather_half8(a + g, offsetof(A, s), count);
+      for (int r = 0; r < R; ++r) ms[r] = _mm256_fmadd_ps(gather_half8(w[r] + g, offsetof(W, m), count), s, ms[r]);
+    }
+    __m256i pick = _mm256_setzero_si256();
+    for (int64_t b = g; b < g + count; ++b, pick = _mm256_add_epi32(pick, _mm256_set1_epi32(1))) {
+      const __m256i av = loadu(a[b].qs);
+      const __m256i eight_a = eight_times<k>(av);
+      for (int r = 0; r < R; ++r) {
+        const __m256i wq = weight_bytes<k>(w[r][b]);
+        const __m256i wabs = k == Kind::q8_0 ? _mm256_sign_epi8(wq, wq) : wq;
+        c[r] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(dd[r], pick), lanes<k>(wq, wabs, av, eight_a), c[r]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float v = hsum(c[r]);
+    if constexpr (has_offset(k)) v += hsum(ms[r]);
+    y[r0 + r] = v;
+  }
+}
+
+template <Kind k>
+void matvec32(const void* rows, size_t row_stride, int64_t n_rows, const void* act,
+              int64_t n_blocks, float* y) {
+  const auto* a = static_cast<const typename Fmt<k>::A*>(act);
+  int64_t r = 0;
+  for (; r + 4 <= n_rows; r += 4) matvec_rows<k, 4>(rows, row_stride, r, a, n_blocks, y);
+  for (; r < n_rows; ++r) matvec_rows<k, 1>(rows, row_stride, r, a, n_blocks, y);
+}
+
+// ---- several activations -------------------------------------------------
+
+// Scales (d) and, for Q4_1/Q8_1, offsets (m or s) of blocks [b0, b0 + len)
+// as F32, zero-padded to `padded` entries.
+template <typename Block>
+void convert_scales(const Block* blk, int64_t b0, int64_t len, int64_t padded, float* d, float* off) {
+  for (int64_t i = 0; i < len; ++i) {
+    d[i] = _cvtsh_ss(blk[b0 + i].d);
+    if constexpr (requires { blk->m; }) off[i] = _cvtsh_ss(blk[b0 + i].m);
+    if constexpr (requires { blk->s; }) off[i] = _cvtsh_ss(blk[b0 + i].s);
+  }
+  for (int64_t i = len; i < padded; ++i) {
+    d[i] = 0.0f;
+    if (off != nullptr) off[i] = 0.0f;
+  }
+}
+
+// One chunk of blocks for a micro-tile. The state (accumulators between
+// chunks) and the activation scale arrays are indexed by the activation's
+// place in its group, then by row.
+template <Kind k, int kRows>
+struct Micro32 {
+  using W = typename Fmt<k>::W;
+  using A = typename Fmt<k>::A;
+
+  const void* rows;
+  size_t row_stride;
+  const void* acts;
+  size_t act_stride;
+  int64_t b0, b1;       // blocks of this chunk
+  int64_t stride;       // entries per row/activation in the scale arrays
+  const float* row_d;   // [kRows][stride]
+  const float* row_m;   // [kRows][stride], Q4_1 only
+  const float* act_d;   // [group][stride]
+  const float* act_s;   // [group][stride], Q4_1 only
+  int64_t t_group;      // first activation of the group
+  __m256* acc;          // [group][kRows]; read unless b0 == 0
+  __m256* offsets;      // [group][kRows], Q4_1 only
+
+  template <int R, int T>
+  void operator()(int64_t r0, int64_t t0) const {
+    const W* w[R];
+    const A* a[T];
+    for (int r = 0; r < R; ++r) w[r] = row_at<W>(rows, row_stride, r0 + r);
+    for (int t = 0; t < T; ++t) a[t] = row_at<A>(acts, act_stride, t0 + t);
+    const int64_t tg = t0 - t_group;
+    __m256 c[R][T];
+    for (int r = 0; r < R; ++r) {
+      for (int t = 0; t < T; ++t) c[r][t] = b0 == 0 ? _mm256_setzero_ps() : acc[(tg + t) * kRows + r];
+    }
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t j = b - b0;
+      __m256i wq[R], wabs[R];
+      for (int r = 0; r < R; ++r) {
+        wq[r] = weight_bytes<k>(w[r][b]);
+        wabs[r] = k == Kind::q8_0 ? _mm256_sign_epi8(wq[r], wq[r]) : wq[r];
+      }
+      for (int t = 0; t < T; ++t) {
+        const __m256i av = loadu(a[t][b].qs);
+        const __m256i eight_a = eight_times<k>(av);
+        const __m256 da = _mm256_broadcast_ss(act_d + (tg + t) * stride + j);
+        for (int r = 0; r < R; ++r) {
+          const __m256 dd = _mm256_mul_ps(_mm256_broadcast_ss(row_d + r * stride + j), da);
+          c[r][t] = _mm256_fmadd_ps(dd, lanes<k>(wq[r], wabs[r], av, eight_a), c[r][t]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int t = 0; t < T; ++t) acc[(tg + t) * kRows + r] = c[r][t];
+    }
+    if constexpr (has_offset(k)) {
+      const int64_t padded = round_up8(b1 - b0);
+      for (int r = 0; r < R; ++r) {
+        for (int t = 0; t < T; ++t) {
+          __m256 m = b0 == 0 ? _mm256_setzero_ps() : offsets[(tg + t) * kRows + r];
+          for (int64_t i = 0; i < padded; i += 8) {
+            m = _mm256_fmadd_ps(_mm256_loadu_ps(row_m + r * stride + i),
+                                _mm256_loadu_ps(act_s + (tg + t) * stride + i), m);
+          }
+          offsets[(tg + t) * kRows + r] = m;
+        }
+      }
+    }
+  }
+};
+
+template <Kind k, int R, int T>
+void tile32_groups(const void* rows, size_t row_stride, int64_t n_rows, const void* acts,
+                   size_t act_stride, int64_t n_acts, int64_t n_blocks, float* y, int64_t y_stride) {
+  using W = typename Fmt<k>::W;
+  using A = typename Fmt<k>::A;
+  constexpr bool kOffset = has_offset(k);
+  constexpr int64_t kPer = kOffset ? 2 : 1;  // scale arrays per row
+  const int64_t chunk = std::min(round_up8(n_blocks), kChunk);
+  const int64_t group = std::clamp(kActScaleFloats / (kPer * chunk) / T * T, int64_t{T}, kMaxActGroup);
+  const bool one_chunk = n_blocks <= chunk;
+
+  alignas(32) float act_scales[kActScaleFloats];
+  alignas(32) float row_scales[R * 2 * kChunk];
+  __m256 state[kMaxActGroup * R * 2];
+  float* act_d = act_scales;
+  float* act_s = act_scales + group * chunk;
+  float* row_d = row_scales;
+  float* row_m = row_scales + R * chunk;
+  __m256* acc = state;
+  __m256* offsets = state + group * R;
+
+  auto convert_acts = [&](int64_t ta, int64_t tb, int64_t c0, int64_t len) {
+    for (int64_t t = ta; t < tb; ++t) {
+      convert_scales(row_at<A>(acts, act_stride, t), c0, len, chunk, act_d + (t - ta) * chunk,
+                     kOffset ? act_s + (t - ta) * chunk : nullptr);
+    }
+  };
+  for (int64_t ta = 0; ta < n_acts; ta += group) {
+    const int64_t tb = std::min(ta + group, n_acts);
+    if (one_chunk) convert_acts(ta, tb, 0, n_blocks);
+    for (int64_t r0 = 0; r0 < n_rows; r0 += R) {
+      const int nr = static_cast<int>(std::min<int64_t>(R, n_rows - r0));
+      for (int64_t c0 = 0; c0 < n_blocks; c0 += chunk) {
+        const int64_t len = std::min(chunk, n_blocks - c0);
+        if (!one_chunk) convert_acts(ta, tb, c0, len);
+        for (int r = 0; r < nr; ++r) {
+          convert_scales(row_at<W>(rows, row_stride, r0 + r), c0, len, chunk, row_d + r * chunk,
+                         kOffset ? row_m + r * chunk : nullptr);
+        }
+        Micro32<k, R> micro{rows, row_stride, acts, act_stride, c0, c0 + len, chunk, row_d, row_m,
+                            act_d, act_s, ta, acc, offsets};
+        over_acts<R, T>(nr, r0, ta, tb, micro);
+      }
+      for (int64_t t = ta; t < tb; ++t) {
+        for (int r = 0; r < nr; ++r) {
+          float v = hsum(acc[(t - ta) * R + r]);
+          if constexpr (kOffset) v += hsum(offsets[(t - ta) * R + r]);
+          y[t * y_stride + r0 + r] = v;
+        }
+      }
+    }
+  }
+}
+
+template <Kind k>
+void tile32(const void* rows, size_t row_stride, int64_t n_rows, const void* acts,
+            size_t act_stride, int64_t n_acts, int64_t n_blocks, float* y, int64_t y_stride) {
+  if (n_acts == 1) {
+    matvec32<k>(rows, row_stride, n_rows, acts, n_blocks, y);
+  } else {
+    tile32_groups<k, 2, 4>(rows, row_stride, n_rows, acts, act_stride, n_acts, n_blocks, y, y_stride);
+  }
+}
+
+// Float rows: 8 elements per step, one accumulator per (row, activation).
+struct F16 { uint16_t bits; };
+struct BF16 { uint16_t bits; };
+
+template <typename E>
+__m256 widen8(const E* p) {
+  if constexpr (std::is_same_v<E, float>) {
+    return _mm256_loadu_ps(p);
+  } else {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    if constexpr (std::is_same_v<E, F16>) return _mm256_cvtph_ps(h);
+    else return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+}
+
+template <typename E>
+float widen1(E v) {
+  if constexpr (std::is_same_v<E, float>) return v;
+  else if constexpr (std::is_same_v<E, F16>) return _cvtsh_ss(v.bits);
+  else return std::bit_cast<float>(static_cast<uint32_t>(v.bits) << 16);
+}
+
+template <typename E>
+struct MicroFloat {
+  const void* rows;
+  size_t row_stride;
+  const void* acts;
+  size_t act_stride;
+  int64_t n;
+  float* y;
+  int64_t y_stride;
+
+  template <int R, int T>
+  void operator()(int64_t r0, int64_t t0) const {
+    const E* w[R];
+    const E* a[T];
+    for (int r = 0; r < R; ++r) w[r] = row_at<E>(rows, row_stride, r0 + r);
+    for (int t = 0; t < T; ++t) a[t] = row_at<E>(acts, act_stride, t0 + t);
+    __m256 c[R][T];
+    for (int r = 0; r < R; ++r) {
+      for (int t = 0; t < T; ++t) c[r][t] = _mm256_setzero_ps();
+    }
+    const int64_t n8 = n - n % 8;
+    for (int64_t i = 0; i < n8; i += 8) {
+      __m256 wv[R];
+      for (int r = 0; r < R; ++r) wv[r] = widen8(w[r] + i);
+      for (int t = 0; t < T; ++t) {
+        const __m256 av = widen8(a[t] + i);
+        for (int r = 0; r < R; ++r) c[r][t] = _mm256_fmadd_ps(wv[r], av, c[r][t]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int t = 0; t < T; ++t) {
+        float total = hsum(c[r][t]);
+        for (int64_t i = n8; i < n; ++i) total = std::fma(widen1(w[r][i]), widen1(a[t][i]), total);
+        y[(t0 + t) * y_stride + r0 + r] = total;
+      }
+    }
+  }
+};
+
+template <typename E>
+void tile_float(const void* rows, size_t row_stride, int64_t n_rows, const void* acts,
+                size_t act_stride, int64_t n_acts, int64_t n, float* y, int64_t y_stride) {
+  MicroFloat<E> micro{rows, row_stride, acts, act_stride, n, y, y_stride};
+  constexpr int R = 3, T = 4;
+  if (n_acts == 1) {
+    for (int64_t r0 = 0; r0 < n_rows; r0 += 4) {
+      over_acts<4, 1>(static_cast<int>(std::min<int64_t>(4, n_rows - r0)), r0, 0, 1, micro);
+    }
+    return;
+  }
+  for (int64_t r0 = 0; r0 < n_rows; r0 += R) {
+    over_acts<R, T>(static_cast<int>(std::min<int64_t>(R, n_rows - r0)), r0, 0, n_acts, micro);
+  }
+}
+
+}  // namespace
+
+#define COHORT_AVX2_TILE(name, ...)                                                            \
+  void name(const void* rows, size_t row_stride, int64_t n_rows, const void* acts,             \
+            size_t act_stride, int64_t n_acts, int64_t n_blocks, float* y, int64_t y_stride) {  \
+    __VA_ARGS__(rows, row_stride, n_rows, acts, act_stride, n_acts, n_blocks, y, y_stride);    \
+  }
+
+COHORT_AVX2_TILE(tile_q4_0_q8_0_avx2, tile32<Kind::q4_0>)
+COHORT_AVX2_TILE(tile_q4_1_q8_1_avx2, tile32<Kind::q4_1>)
+COHORT_AVX2_TILE(tile_q8_0_q8_0_avx2, tile32<Kind::q8_0>)
+COHORT_AVX2_TILE(tile_f16_f16_avx2, tile_float<F16>)
+COHORT_AVX2_TILE(tile_bf16_bf16_avx2, tile_float<BF16>)
+COHORT_AVX2_TILE(tile_f32_f32_avx2, tile_float<float>)
+
+#undef COHORT_AVX2_TILE
+
+}  // namespace cohort::quant::kernels

@@ -1,0 +1,233 @@
+// Reference integer dot products: the definition of every vec_dot() result.
+//
+// The order of F32 operations is that of the AVX2 kernels, written out with
+// arrays instead of registers:
+//   - Integer products are summed exactly in int32, 4 neighbouring elements
+//     per lane: lane j of a 32-element group holds elements 4j..4j+3 (what
+//     vpmaddubsw + vpmaddwd produce). Values stay far below 2^24, so their
+//     conversion to F32 is exact.
+//   - 8 F32 lanes accumulate with fused multiply-adds (std::fma: one
+//     rounding, as vfmadd), one chain per lane in block order;
+//   - reduce() adds the lanes in the tree order of the AVX2 hsum().
+// Per 32-element block (Q4_0, Q4_1, Q8_0): lane += (dw * da) * p.
+// Q4_1 adds sum_b m_b * s_b, kept in 8 more lanes (block b in lane b % 8).
+// Per 256-element super-block (Q4_K, Q5_K, Q6_K): the int32 lanes collect all
+// sub-blocks times their integer scales, then lane += (da * d) * p and, for
+// the mins, lane += (-da * dmin) * pm, pm[j] = m_j * (bsums[2j] + bsums[2j+1]).
+// Floats (F32, F16, BF16): element i goes to lane i % 8 (lane += w * a); the
+// n % 8 trailing elements are added one by one after the reduction.
+#include <cmath>
+
+#include "common/half.h"
+#include "quant/blocks.h"
+#include "quant/vec_dot_kernels.h"
+
+namespace cohort::quant::kernels {
+namespace {
+
+using Lanes = float[8];
+
+float reduce(const Lanes v) {
+  const float s0 = v[0] + v[4], s1 = v[1] + v[5], s2 = v[2] + v[6], s3 = v[3] + v[7];
+  return (s0 + s2) + (s1 + s3);
+}
+
+// p[j] += scale * sum of w[i] * a[i] over i in [4j, 4j + 4), for one 32-element group.
+void dot_lanes32(const int* w, const int8_t* a, int scale, int* p) {
+  for (int j = 0; j < 8; ++j) {
+    int s = 0;
+    for (int k = 4 * j; k < 4 * j + 4; ++k) s += w[k] * a[k];
+    p[j] += scale * s;
+  }
+}
+
+// Lanes of a 32-element block pair: acc += (dw * da) * p.
+void block32(const int* w, const int8_t* a, float dw, float da, Lanes acc) {
+  int p[8] = {};
+  dot_lanes32(w, a, 1, p);
+  const float d = dw * da;
+  for (int j = 0; j < 8; ++j) acc[j] = std::fma(d, static_cast<float>(p[j]), acc[j]);
+}
+
+// The 4-bit values of a Q4_0/Q4_1 block in element order (see blocks.h).
+void nibbles(const uint8_t* qs, int offset, int* w) {
+  for (int j = 0; j < kQK / 2; ++j) {
+    w[j] = (qs[j] & 0xF) - offset;
+    w[j + kQK / 2] = (qs[j] >> 4) - offset;
+  }
+}
+
+float dot_q4_0(const void* row, const void* act, int64_t nb) {
+  const auto* w = static_cast<const BlockQ4_0*>(row);
+  const auto* a = static_cast<const BlockQ8_0*>(act);
+  Lanes acc = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    int q[kQK];
+    nibbles(w[b].qs, 8, q);
+    block32(q, a[b].qs, f16_to_f32(w[b].d), f16_to_f32(a[b].d), acc);
+  }
+  return reduce(acc);
+}
+
+float dot_q4_1(const void* row, const void* act, int64_t nb) {
+  const auto* w = static_cast<const BlockQ4_1*>(row);
+  const auto* a = static_cast<const BlockQ8_1*>(act);
+  Lanes acc = {}, ms = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    int q[kQK];
+    nibbles(w[b].qs, 0, q);
+    block32(q, a[b].qs, f16_to_f32(w[b].d), f16_to_f32(a[b].d), acc);
+    ms[b % 8] = std::fma(f16_to_f32(w[b].m), f16_to_f32(a[b].s), ms[b % 8]);
+  }
+  return reduce(acc) + reduce(ms);
+}
+
+float dot_q8_0(const void* row, const void* act, int64_t nb) {
+  const auto* w = static_cast<const BlockQ8_0*>(row);
+  const auto* a = static_cast<const BlockQ8_0*>(act);
+  Lanes acc = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    int q[kQK];
+    for (int i = 0; i < kQK; ++i) q[i] = w[b].qs[i];
+    block32(q, a[b].qs, f16_to_f32(w[b].d), f16_to_f32(a[b].d), acc);
+  }
+  return reduce(acc);
+}
+
+// Q4_K/Q5_K: one super-block, given its 256 values q (0..31) in element order.
+void k_superblock(const int* q, const uint8_t* scales, float d, float dmin, const BlockQ8_K& a,
+                  Lanes acc) {
+  int p[8] = {}, pm[8];
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc = 0, m = 0;
+    unpack_scale_min(scales, j, sc, m);
+    dot_lanes32(q + 32 * j, a.qs + 32 * j, sc, p);
+    pm[j] = m * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
+  }
+  const float dd = a.d * d, dm = -a.d * dmin;
+  for (int j = 0; j < 8; ++j) {
+    acc[j] = std::fma(dd, static_cast<float>(p[j]), acc[j]);
+    acc[j] = std::fma(dm, static_cast<float>(pm[j]), acc[j]);
+  }
+}
+
+float dot_q4_k(const void* row, const void* act, int64_t nb) {
+  const auto* w = static_cast<const BlockQ4_K*>(row);
+  const auto* a = static_cast<const BlockQ8_K*>(act);
+  Lanes acc = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    int q[kQKK];
+    for (int i = 0; i < kQKK; ++i) {  // sub-block j: nibble j % 2 of qs[32 (j / 2) + i % 32]
+      const int j = i / 32;
+      q[i] = (w[b].qs[32 * (j / 2) + i % 32] >> (4 * (j % 2))) & 0xF;
+    }
+    k_superblock(q, w[b].scales, f16_to_f32(w[b].d), f16_to_f32(w[b].dmin), a[b], acc);
+  }
+  return reduce(acc);
+}
+
+float dot_q5_k(const void* row, const void* act, int64_t nb) {
+  const auto* w = static_cast<const BlockQ5_K*>(row);
+  const auto* a = static_cast<const BlockQ8_K*>(act);
+  Lanes acc = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    int q[kQKK];
+    for (int i = 0; i < kQKK; ++i) {
+      const int j = i / 32;
+      q[i] = ((w[b].qs[32 * (j / 2) + i % 32] >> (4 * (j % 2))) & 0xF) |
+             (((w[b].qh[i % 32] >> j) & 1) << 4);
+    }
+    k_superblock(q, w[b].scales, f16_to_f32(w[b].d), f16_to_f32(w[b].dmin), a[b], acc);
+  }
+  return reduce(acc);
+}
+
+float dot_q6_k(const void* row, const void* act, int64_t nb) {
+  const auto* w = static_cast<const BlockQ6_K*>(row);
+  const auto* a = static_cast<const BlockQ8_K*>(act);
+  Lanes acc = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    int q[kQKK];  // 0..63; the offset -32 is applied through bsums
+    for (int i = 0; i < kQKK; ++i) {
+      const int h = i / 128, r = i % 128;
+      const int lo = (w[b].ql[64 * h + r % 64] >> (4 * (r / 64))) & 0xF;
+      const int hi = (w[b].qh[32 * h + r % 32] >> (2 * (r / 32))) & 3;
+      q[i] = lo | (hi << 4);
+    }
+    // Group v of 32 elements has scale 2v in lanes 0-3 and 2v+1 in lanes 4-7.
+    int p[8] = {};
+    for (int v = 0; v < 8; ++v) {
+      int lo[8] = {}, hi[8] = {};
+      dot_lanes32(q + 32 * v, a[b].qs + 32 * v, w[b].scales[2 * v], lo);
+      dot_lanes32(q + 32 * v, a[b].qs + 32 * v, w[b].scales[2 * v + 1], hi);
+      for (int j = 0; j < 8; ++j) p[j] += j < 4 ? lo[j] : hi[j];
+    }
+    for (int j = 0; j < 8; ++j) {
+      p[j] -= 32 * (w[b].scales[2 * j] * a[b].bsums[2 * j] +
+                    w[b].scales[2 * j + 1] * a[b].bsums[2 * j + 1]);
+    }
+    const float d = f16_to_f32(w[b].d) * a[b].d;
+    for (int j = 0; j < 8; ++j) acc[j] = std::fma(d, static_cast<float>(p[j]), acc[j]);
+  }
+  return reduce(acc);
+}
+
+template <typename T, typename Convert>
+float dot_float(const void* row, const void* act, int64_t n, Convert convert) {
+  const T* w = static_cast<const T*>(row);
+  const T* a = static_cast<const T*>(act);
+  Lanes acc = {};
+  const int64_t n8 = n - n % 8;
+  for (int64_t i = 0; i < n8; ++i) acc[i % 8] = std::fma(convert(w[i]), convert(a[i]), acc[i % 8]);
+  float total = reduce(acc);
+  for (int64_t i = n8; i < n; ++i) total = std::fma(convert(w[i]), convert(a[i]), total);
+  return total;
+}
+
+float dot_f16(const void* row, const void* act, int64_t n) {
+  return dot_float<uint16_t>(row, act, n, f16_to_f32);
+}
+
+float dot_bf16(const void* row, const void* act, int64_t n) {
+  return dot_float<uint16_t>(row, act, n, bf16_to_f32);
+}
+
+float dot_f32(const void* row, const void* act, int64_t n) {
+  return dot_float<float>(row, act, n, [](float v) { return v; });
+}
+
+using PairFn = float (*)(const void* row, const void* act, int64_t n_blocks);
+
+void tile(PairFn dot, const void* rows, size_t row_stride, int64_t n_rows, const void* acts,
+          size_t act_stride, int64_t n_acts, int64_t n_blocks, float* y, int64_t y_stride) {
+  const auto* w = static_cast<const uint8_t*>(rows);
+  const auto* a = static_cast<const uint8_t*>(acts);
+  for (int64_t t = 0; t < n_acts; ++t) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+      y[t * y_stride + r] = dot(w + static_cast<size_t>(r) * row_stride,
+                                a + static_cast<size_t>(t) * act_stride, n_blocks);
+    }
+  }
+}
+
+}  // namespace
+
+#define COHORT_SCALAR_TILE(name, pair)                                                        \
+  void name(const void* rows, size_t row_stride, int64_t n_rows, const void* acts,            \
+            size_t act_stride, int64_t n_acts, int64_t n_blocks, float* y, int64_t y_stride) { \
+    tile(pair, rows, row_stride, n_rows, acts, act_stride, n_acts, n_blocks, y, y_stride);    \
+  }
+
+COHORT_SCALAR_TILE(tile_q4_0_q8_0_scalar, dot_q4_0)
+COHORT_SCALAR_TILE(tile_q4_1_q8_1_scalar, dot_q4_1)
+COHORT_SCALAR_TILE(tile_q8_0_q8_0_scalar, dot_q8_0)
+COHORT_SCALAR_TILE(tile_q4_k_q8_k_scalar, dot_q4_k)
+COHORT_SCALAR_TILE(tile_q5_k_q8_k_scalar, dot_q5_k)
+COHORT_SCALAR_TILE(tile_q6_k_q8_k_scalar, dot_q6_k)
+COHORT_SCALAR_TILE(tile_f16_f16_scalar, dot_f16)
+COHORT_SCALAR_TILE(tile_bf16_bf16_scalar, dot_bf16)
+COHORT_SCALAR_TILE(tile_f32_f32_scalar, dot_f32)
+
+#undef COHORT_SCALAR_TILE
+
+}  // namespace cohort::quant::kernels

@@ -1,0 +1,178 @@
+// The HTTP server over real sockets: routing, protocol errors, body limits,
+// chunked bodies, keep-alive, streaming, client disconnects and stop().
+#include "server/http_server.h"
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "server/http_client_testing.h"
+
+namespace cohort::server {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::http_request;
+using testing::roundtrip;
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  HttpServerTest() : server_(options(), [](int status, const std::string& message) {
+                       return ErrorBody{fmt::format("E{}: {}", status, message), "text/plain"};
+                     }) {
+    server_.route("GET", "/ping", [](Exchange& e) { e.respond(200, "pong", "text/plain"); });
+    server_.route("POST", "/echo", [](Exchange& e) { e.respond(200, e.request().body, "text/plain"); });
+    server_.route("GET", "/throw", [](Exchange&) -> void { throw std::runtime_error("boom"); });
+    server_.route("GET", "/stream", [](Exchange& e) {
+      e.begin_stream(200, "text/event-stream");
+      for (const char* part : {"one ", "two ", "three"}) e.write(part);
+    });
+    server_.route("GET", "/wait", [this](Exchange& e) {
+      handler_started_.set_value();
+      while (!e.client_gone()) std::this_thread::sleep_for(5ms);
+      client_gone_seen_.store(true);
+    });
+    port_ = server_.start("127.0.0.1", 0);
+  }
+  static HttpServerOptions options() {
+    HttpServerOptions o;
+    o.max_body_bytes = 1000;
+    o.max_head_bytes = 2000;
+    o.n_threads = 3;
+    return o;
+  }
+
+  HttpServer server_;
+  int port_ = 0;
+  std::promise<void> handler_started_;
+  std::atomic<bool> client_gone_seen_{false};
+};
+
+TEST_F(HttpServerTest, RoutesByPathAndMethod) {
+  const testing::RawResponse r = roundtrip(port_, http_request("GET", "/ping"));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "pong");
+  EXPECT_EQ(r.headers.at("access-control-allow-origin"), "*");
+  EXPECT_EQ(roundtrip(port_, http_request("GET", "/ping?x=1")).status, 200);
+  EXPECT_EQ(roundtrip(port_, http_request("POST", "/echo", "hello")).body, "hello");
+}
+
+TEST_F(HttpServerTest, UnknownPathIs404AndWrongMethodIs405WithAllow) {
+  const testing::RawResponse missing = roundtrip(port_, http_request("GET", "/nope"));
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(missing.body.rfind("E404: ", 0), 0u);
+  const testing::RawResponse wrong = roundtrip(port_, http_request("DELETE", "/ping"));
+  EXPECT_EQ(wrong.status, 405);
+  EXPECT_EQ(wrong.headers.at("allow"), "GET, OPTIONS");
+}
+
+TEST_F(HttpServerTest, OptionsAnswersTheCorsPreflight) {
+  const testing::RawResponse r = roundtrip(port_, http_request("OPTIONS", "/echo"));
+  EXPECT_EQ(r.status, 204);
+  EXPECT_EQ(r.headers.at("access-control-allow-methods"), "POST, OPTIONS");
+}
+
+TEST_F(HttpServerTest, BodyOverTheLimitIs413) {
+  EXPECT_EQ(roundtrip(port_, http_request("POST", "/echo", std::string(1001, 'x'))).status, 413);
+  EXPECT_EQ(roundtrip(port_, http_request("POST", "/echo", std::string(1000, 'x'))).status, 200);
+  const std::string chunked = "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3e8\r\n" +
+                              std::string(1000, 'x') + "\r\n1\r\nx\r\n0\r\n\r\n";
+  EXPECT_EQ(roundtrip(port_, chunked).status, 413);
+}
+
+TEST_F(HttpServerTest, MalformedRequestsGet4xxOr5xxProtocolStatuses) {
+  EXPECT_EQ(roundtrip(port_, "GARBAGE\r\n\r\n").status, 400);
+  EXPECT_EQ(roundtrip(port_, "GET /ping HTTP/2.0\r\n\r\n").status, 505);
+  EXPECT_EQ(roundtrip(port_, "GET ping HTTP/1.1\r\n\r\n").status, 400);
+  EXPECT_EQ(roundtrip(port_, "GET /ping HTTP/1.1\r\nNoColon\r\n\r\n").status, 400);
+  EXPECT_EQ(roundtrip(port_, "POST /echo HTTP/1.1\r\nContent-Length: abc\r\n\r\n").status, 400);
+  EXPECT_EQ(roundtrip(port_, "POST /echo HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab").status,
+            400);
+  EXPECT_EQ(roundtrip(port_, "POST /echo HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n").status, 501);
+  EXPECT_EQ(roundtrip(port_, "GET /ping HTTP/1.1\r\nX: " + std::string(3000, 'a') + "\r\n\r\n").status, 431);
+  EXPECT_EQ(roundtrip(port_, "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n").status, 400);
+  EXPECT_EQ(roundtrip(port_, http_request("GET", "/ping")).status, 200);  // still serving
+}
+
+TEST_F(HttpServerTest, ChunkedRequestBodyAndExpectContinue) {
+  const std::string chunked =
+      "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+      "5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nTrailer: x\r\n\r\n";
+  EXPECT_EQ(roundtrip(port_, chunked).body, "hello world");
+  testing::ClientSocket s(port_);
+  s.send("POST /echo HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(s.read_until("100 Continue\r\n\r\n").find("HTTP/1.1 100 Continue"), std::string::npos);
+  s.send("ok");
+  const std::string all = s.read_all();
+  EXPECT_EQ(testing::parse_response(all.substr(all.find("\r\n\r\n") + 4)).body, "ok");
+}
+
+TEST_F(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
+  testing::ClientSocket s(port_);
+  s.send("GET /ping HTTP/1.1\r\n\r\nPOST /echo HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi");
+  s.send("GET /ping HTTP/1.1\r\nConnection: close\r\n\r\n");
+  const std::string all = s.read_all();
+  size_t n = 0;
+  for (size_t at = all.find("HTTP/1.1 200"); at != std::string::npos; at = all.find("HTTP/1.1 200", at + 1)) ++n;
+  EXPECT_EQ(n, 3u);
+  EXPECT_NE(all.find("\r\n\r\nhi"), std::string::npos);
+}
+
+TEST_F(HttpServerTest, HandlerExceptionIs500AndTheServerKeepsServing) {
+  const testing::RawResponse r = roundtrip(port_, http_request("GET", "/throw"));
+  EXPECT_EQ(r.status, 500);
+  EXPECT_NE(r.body.find("boom"), std::string::npos);
+  EXPECT_EQ(roundtrip(port_, http_request("GET", "/ping")).status, 200);
+}
+
+TEST_F(HttpServerTest, StreamedResponseIsChunkedAndEnded) {
+  const testing::RawResponse r = roundtrip(port_, http_request("GET", "/stream"));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers.at("transfer-encoding"), "chunked");
+  EXPECT_EQ(r.body, "one two three");
+  // HTTP/1.0 clients get the bytes unframed and a close.
+  const testing::RawResponse old = roundtrip(port_, "GET /stream HTTP/1.0\r\n\r\n");
+  EXPECT_EQ(old.body, "one two three");
+}
+
+TEST_F(HttpServerTest, HandlerSeesTheClientGoAway) {
+  testing::ClientSocket s(port_);
+  s.send(http_request("GET", "/wait"));
+  handler_started_.get_future().wait();
+  s.close();
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!client_gone_seen_.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(client_gone_seen_.load());
+}
+
+TEST_F(HttpServerTest, StopEndsIdleConnectionsAndWaitingHandlersPromptly) {
+  testing::ClientSocket idle(port_);
+  testing::ClientSocket waiting(port_);
+  waiting.send(http_request("GET", "/wait"));
+  handler_started_.get_future().wait();
+  const auto t0 = std::chrono::steady_clock::now();
+  server_.stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  EXPECT_TRUE(client_gone_seen_.load());
+  server_.wait();  // returns at once after stop
+}
+
+TEST(HttpServer, ListenFailureNamesHostAndPort) {
+  HttpServer a(HttpServerOptions{});
+  const int port = a.start("127.0.0.1", 0);
+  HttpServer b(HttpServerOptions{});
+  try {
+    b.start("127.0.0.1", port);
+    FAIL() << "second listen on the same port succeeded";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(port)), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace cohort::server

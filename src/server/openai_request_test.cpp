@@ -1,0 +1,201 @@
+// Request parsing: every field reaches the GenerationRequest, and every bad
+// request is refused with a 4xx naming the field at fault.
+#include "server/openai_request.h"
+
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "server/bad_requests_testing.h"
+#include "server/chat_prompt.h"
+#include "server/server_testing.h"
+
+namespace cohort::server {
+namespace {
+
+class OpenAIRequest : public ::testing::Test {
+ protected:
+  OpenAIRequest() : tok_(testing::test_tokenizer()) {
+    ctx_.tokenizer = &tok_;
+    ctx_.n_ctx = 64;
+  }
+  ParsedRequest parse(Endpoint e, const std::string& body) const {
+    return e == Endpoint::chat ? parse_chat_request(body, ctx_) : parse_completion_request(body, ctx_);
+  }
+  tokenizer::Tokenizer tok_;
+  PromptContext ctx_;
+};
+
+TEST_F(OpenAIRequest, EveryBadRequestIsRefusedNamingItsField) {
+  const std::vector<testing::BadRequest> table = testing::bad_requests();
+  ASSERT_GE(table.size(), 50u);
+  for (const testing::BadRequest& bad : table) {
+    SCOPED_TRACE(bad.body.substr(0, 200));
+    try {
+      parse(bad.endpoint, bad.body);
+      ADD_FAILURE() << "accepted";
+    } catch (const RequestError& e) {
+      EXPECT_EQ(e.status, bad.status);
+      EXPECT_EQ(e.param, bad.param) << e.what();
+      EXPECT_NE(std::string(e.what()).find(bad.param), std::string::npos) << e.what();
+      EXPECT_FALSE(std::string(e.what()).empty());
+    }
+  }
+}
+
+TEST_F(OpenAIRequest, ContextOverflowHasOpenAIsCode) {
+  try {
+    parse(Endpoint::completions, "{\"prompt\": \"" + std::string(64, 'x') + "\"}");
+    FAIL() << "accepted";
+  } catch (const RequestError& e) {
+    EXPECT_EQ(e.code, "context_length_exceeded");
+    EXPECT_NE(std::string(e.what()).find("64"), std::string::npos);
+  }
+  EXPECT_NO_THROW(parse(Endpoint::completions, "{\"prompt\": \"" + std::string(63, 'x') + "\"}"));
+}
+
+TEST_F(OpenAIRequest, CompletionFieldsReachTheGenerationRequest) {
+  const ParsedRequest p = parse(Endpoint::completions, R"({
+      "prompt": "ab", "max_tokens": 7, "stop": ["x", "yz"], "temperature": 0.5, "top_p": 0.9,
+      "top_k": 3, "min_p": 0.2, "seed": 42, "presence_penalty": 1.5, "frequency_penalty": -1,
+      "repeat_penalty": 1.1, "repeat_last_n": 16, "logprobs": 2, "stream": true,
+      "stream_options": {"include_usage": true}, "cache_prompt": false, "ignore_eos": true,
+      "model": "anything", "user": "u", "n": 1, "unknown_field": {"ignored": [1, 2]}})");
+  const GenerationRequest& g = p.generation;
+  EXPECT_EQ(g.prompt, (std::vector<int32_t>{'a', 'b'}));
+  EXPECT_EQ(g.max_tokens, 7);
+  EXPECT_EQ(g.stop, (std::vector<std::string>{"x", "yz"}));
+  EXPECT_FLOAT_EQ(g.sampling.temp, 0.5f);
+  EXPECT_FLOAT_EQ(g.sampling.top_p, 0.9f);
+  EXPECT_EQ(g.sampling.top_k, 3);
+  EXPECT_FLOAT_EQ(g.sampling.min_p, 0.2f);
+  EXPECT_EQ(g.sampling.seed, 42u);
+  EXPECT_FLOAT_EQ(g.sampling.presence_penalty, 1.5f);
+  EXPECT_FLOAT_EQ(g.sampling.frequency_penalty, -1.0f);
+  EXPECT_FLOAT_EQ(g.sampling.repeat_penalty, 1.1f);
+  EXPECT_EQ(g.sampling.repeat_last_n, 16);
+  EXPECT_EQ(g.n_logprobs, 2);
+  EXPECT_FALSE(g.cache_prompt);
+  EXPECT_TRUE(g.ignore_eos);
+  EXPECT_TRUE(p.response.stream);
+  EXPECT_TRUE(p.response.include_usage);
+  EXPECT_TRUE(p.response.logprobs);
+  EXPECT_EQ(p.response.endpoint, Endpoint::completions);
+}
+
+TEST_F(OpenAIRequest, DefaultsComeFromTheServer) {
+  ctx_.defaults.temp = 0.3f;
+  ctx_.default_max_tokens = 11;
+  const ParsedRequest p = parse(Endpoint::completions, R"({"prompt": "a", "stop": null, "seed": null})");
+  EXPECT_FLOAT_EQ(p.generation.sampling.temp, 0.3f);
+  EXPECT_EQ(p.generation.max_tokens, 11);
+  EXPECT_EQ(p.generation.n_logprobs, -1);
+  EXPECT_TRUE(p.generation.cache_prompt);
+  EXPECT_FALSE(p.response.stream);
+  EXPECT_FALSE(p.response.logprobs);
+}
+
+TEST_F(OpenAIRequest, MaxTokenFieldsTakeOpenAIsPrecedence) {
+  const auto max_tokens = [&](const std::string& fields) {
+    return parse(Endpoint::completions, R"({"prompt": "a", )" + fields + "}").generation.max_tokens;
+  };
+  EXPECT_EQ(max_tokens(R"("max_tokens": 5, "max_completion_tokens": 9, "n_predict": 3)"), 9);
+  EXPECT_EQ(max_tokens(R"("max_tokens": 5, "n_predict": 3)"), 5);
+  EXPECT_EQ(max_tokens(R"("n_predict": -1)"), -1);
+}
+
+TEST_F(OpenAIRequest, PromptFormsOfLlamaServer) {
+  EXPECT_EQ(parse(Endpoint::completions, R"({"prompt": [104, 105]})").generation.prompt,
+            (std::vector<int32_t>{104, 105}));
+  EXPECT_EQ(parse(Endpoint::completions, R"({"prompt": ["hi"]})").generation.prompt,
+            (std::vector<int32_t>{'h', 'i'}));
+  EXPECT_EQ(parse(Endpoint::completions, R"({"prompt": [[7, 8]]})").generation.prompt,
+            (std::vector<int32_t>{7, 8}));
+  // parse_special: control tokens written in the text become those tokens.
+  EXPECT_EQ(parse(Endpoint::completions, R"({"prompt": "<|im_end|>a"})").generation.prompt,
+            (std::vector<int32_t>{testing::kImEnd, 'a'}));
+  EXPECT_EQ(parse(Endpoint::completions, R"({"prompt": "x", "top_k": -1, "seed": -1})").generation.sampling.top_k,
+            0);
+}
+
+TEST_F(OpenAIRequest, ChatRendersWithChatMLFallbackAndSpecialTokens) {
+  const ParsedRequest p = parse(Endpoint::chat, R"({"messages": [
+      {"role": "developer", "content": "s"},
+      {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}],
+      "logprobs": true, "top_logprobs": 3})");
+  const std::string text = tok_.decode(p.generation.prompt, true);
+  EXPECT_EQ(text, "<|im_start|>system\ns<|im_end|>\n<|im_start|>user\na\nb<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(p.generation.prompt.front(), testing::kImStart);
+  EXPECT_EQ(p.generation.n_logprobs, 3);
+  EXPECT_TRUE(p.response.logprobs);
+  EXPECT_EQ(p.response.endpoint, Endpoint::chat);
+}
+
+TEST_F(OpenAIRequest, TemplateBosAppearsOnceWhenTheVocabularyAddsIt) {
+  const tokenizer::Tokenizer with_bos = testing::test_tokenizer(true);
+  const std::string tmpl = "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}";
+  const Json messages = normalize_messages(Json::parse(R"([{"role": "user", "content": "hi"}])"));
+  EXPECT_EQ(chat_prompt_tokens(messages, tmpl, with_bos, nullptr),
+            (std::vector<int32_t>{testing::kBos, 'h', 'i'}));
+  // A vocabulary that adds no BOS keeps the template's.
+  EXPECT_EQ(chat_prompt_tokens(messages, tmpl, tok_, nullptr), (std::vector<int32_t>{testing::kBos, 'h', 'i'}));
+}
+
+TEST_F(OpenAIRequest, TemplateRaisingIsABadRequestNamingMessages) {
+  ctx_.chat_template = "{{ raise_exception('roles must alternate') }}";
+  try {
+    parse(Endpoint::chat, R"({"messages": [{"role": "user", "content": "x"}]})");
+    FAIL() << "accepted";
+  } catch (const RequestError& e) {
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.param, "messages");
+    EXPECT_NE(std::string(e.what()).find("roles must alternate"), std::string::npos);
+  }
+}
+
+TEST_F(OpenAIRequest, AssistantToolCallsMayHaveNullContent) {
+  EXPECT_NO_THROW(parse(Endpoint::chat, R"({"messages": [{"role": "user", "content": "x"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "1", "type": "function",
+       "function": {"name": "f", "arguments": "{}"}}]}, {"role": "tool", "content": "r"}]})"));
+}
+
+// Random edits of valid bodies: every outcome is a parse or a RequestError
+// (never another exception, a crash or a hang).
+TEST_F(OpenAIRequest, RandomlyCorruptedBodiesOnlyEverGiveRequestErrors) {
+  const std::pair<Endpoint, std::string> valid[] = {
+      {Endpoint::completions, R"({"prompt": "hi", "max_tokens": 3, "stop": ["a"], "logprobs": 2,
+                                   "temperature": 0.5, "stream": true, "stream_options": {"include_usage": true}})"},
+      {Endpoint::chat, R"({"messages": [{"role": "system", "content": "s"}, {"role": "user",
+                           "content": [{"type": "text", "text": "t"}]}], "top_logprobs": 2, "logprobs": true,
+                           "seed": 5, "chat_template_kwargs": {"x": [1, {"y": null}]}})"},
+  };
+  const std::string alphabet = "{}[]\",:0123456789.-+eE truefalsenull\\\x01\xff\xc3";
+  std::mt19937_64 rng(11);
+  int parsed = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const auto& [endpoint, base] = valid[rng() % 2];
+    std::string body = base;
+    const int n_edits = 1 + static_cast<int>(rng() % 4);
+    for (int k = 0; k < n_edits; ++k) {
+      const size_t at = rng() % body.size();
+      const char c = alphabet[rng() % alphabet.size()];
+      switch (rng() % 3) {
+        case 0: body[at] = c; break;
+        case 1: body.insert(at, 1, c); break;
+        default: body.erase(at, 1 + rng() % 8); break;
+      }
+      if (body.empty()) body.push_back('{');
+    }
+    try {
+      parse(endpoint, body);
+      ++parsed;
+    } catch (const RequestError& e) {
+      EXPECT_GE(e.status, 400);
+      EXPECT_LT(e.status, 500);
+    }
+  }
+  EXPECT_GT(parsed, 0);  // some edits keep the body valid
+}
+
+}  // namespace
+}  // namespace cohort::server

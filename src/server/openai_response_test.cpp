@@ -1,0 +1,166 @@
+// Response JSON in OpenAI's shapes: objects, choices, usage, logprobs in
+// both formats, streamed chunks, error bodies.
+#include "server/openai_response.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include <gtest/gtest.h>
+
+namespace cohort::server {
+namespace {
+
+ResponseMeta meta(Endpoint e, bool logprobs = false, bool include_usage = false) {
+  ResponseMeta m;
+  m.endpoint = e;
+  m.id = new_response_id(e);
+  m.created = 1700000000;
+  m.model = "test-model";
+  m.logprobs = logprobs;
+  m.include_usage = include_usage;
+  return m;
+}
+
+std::string text_of(int32_t id) { return id == 0xE2 ? std::string("\xE2") : std::string(1, static_cast<char>(id)); }
+
+GeneratedToken token(char c, float logprob = -0.25f, std::vector<engine::TokenLogprob> top = {}) {
+  GeneratedToken t;
+  t.id = static_cast<unsigned char>(c);
+  t.text = std::string(1, c);
+  t.logprob = logprob;
+  t.top = std::move(top);
+  return t;
+}
+
+Usage usage() {
+  Usage u;
+  u.prompt_tokens = 10;
+  u.cached_tokens = 4;
+  u.completion_tokens = 3;
+  return u;
+}
+
+std::set<std::string> keys(const Json& j) {
+  std::set<std::string> out;
+  for (const auto& [k, v] : j.items()) out.insert(k);
+  return out;
+}
+
+TEST(OpenAIResponse, IdsHaveOpenAIsPrefixAndDiffer) {
+  const std::string a = new_response_id(Endpoint::chat), b = new_response_id(Endpoint::chat);
+  EXPECT_EQ(a.rfind("chatcmpl-", 0), 0u);
+  EXPECT_EQ(new_response_id(Endpoint::completions).rfind("cmpl-", 0), 0u);
+  EXPECT_NE(a, b);
+}
+
+TEST(OpenAIResponse, TextCompletionShape) {
+  ResponseBuilder b(meta(Endpoint::completions), text_of);
+  const Json j = b.full_response({token('h'), token('i')}, engine::FinishReason::length, usage());
+  EXPECT_EQ(keys(j), (std::set<std::string>{"id", "object", "created", "model", "choices", "usage", "timings"}));
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["created"], 1700000000);
+  EXPECT_EQ(j["model"], "test-model");
+  ASSERT_EQ(j["choices"].size(), 1u);
+  const Json& c = j["choices"][0];
+  EXPECT_EQ(keys(c), (std::set<std::string>{"index", "text", "logprobs", "finish_reason"}));
+  EXPECT_EQ(c["index"], 0);
+  EXPECT_EQ(c["text"], "hi");
+  EXPECT_TRUE(c["logprobs"].is_null());
+  EXPECT_EQ(c["finish_reason"], "length");
+  EXPECT_EQ(j["usage"], Json::parse(R"({"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13,
+                                        "prompt_tokens_details": {"cached_tokens": 4}})"));
+}
+
+TEST(OpenAIResponse, ChatCompletionShape) {
+  ResponseMeta m = meta(Endpoint::chat);
+  m.system_fingerprint = "fp_test";
+  ResponseBuilder b(m, text_of);
+  const Json j = b.full_response({token('o'), token('k')}, engine::FinishReason::eog, usage());
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_EQ(j["system_fingerprint"], "fp_test");
+  const Json& c = j["choices"][0];
+  EXPECT_EQ(keys(c), (std::set<std::string>{"index", "message", "logprobs", "finish_reason"}));
+  EXPECT_EQ(c["message"], Json::parse(R"({"role": "assistant", "content": "ok"})"));
+  EXPECT_EQ(c["finish_reason"], "stop");
+}
+
+TEST(OpenAIResponse, ChatChunksInOrder) {
+  ResponseBuilder b(meta(Endpoint::chat), text_of);
+  const Json role = b.role_chunk();
+  EXPECT_EQ(role["object"], "chat.completion.chunk");
+  EXPECT_EQ(role["choices"][0]["delta"], Json::parse(R"({"role": "assistant", "content": ""})"));
+  EXPECT_TRUE(role["choices"][0]["finish_reason"].is_null());
+  EXPECT_FALSE(role.contains("usage"));
+  const Json delta = b.delta_chunk({token('a'), token('b')});
+  EXPECT_EQ(delta["choices"][0]["delta"], Json::parse(R"({"content": "ab"})"));
+  EXPECT_EQ(delta["id"], role["id"]);
+  const Json fin = b.finish_chunk(engine::FinishReason::stop);
+  EXPECT_EQ(fin["choices"][0]["delta"], Json::object());
+  EXPECT_EQ(fin["choices"][0]["finish_reason"], "stop");
+}
+
+TEST(OpenAIResponse, UsageChunkHasEmptyChoicesAndOtherChunksNullUsage) {
+  ResponseBuilder b(meta(Endpoint::chat, false, true), text_of);
+  EXPECT_TRUE(b.role_chunk()["usage"].is_null());
+  EXPECT_TRUE(b.delta_chunk({token('a')})["usage"].is_null());
+  const Json u = b.usage_chunk(usage());
+  EXPECT_EQ(u["choices"], Json::array());
+  EXPECT_EQ(u["usage"]["total_tokens"], 13);
+}
+
+TEST(OpenAIResponse, CompletionChunksCarryText) {
+  ResponseBuilder b(meta(Endpoint::completions), text_of);
+  const Json d = b.delta_chunk({token('x')});
+  EXPECT_EQ(d["object"], "text_completion");
+  EXPECT_EQ(d["choices"][0]["text"], "x");
+  const Json f = b.finish_chunk(engine::FinishReason::length);
+  EXPECT_EQ(f["choices"][0]["text"], "");
+  EXPECT_EQ(f["choices"][0]["finish_reason"], "length");
+}
+
+TEST(OpenAIResponse, ChatLogprobsFormat) {
+  ResponseBuilder b(meta(Endpoint::chat, true), text_of);
+  const Json j = b.full_response({token('a', -0.5f, {{'a', -0.5f}, {'b', -1.5f}})}, engine::FinishReason::eog,
+                                 usage());
+  const Json expected = Json::parse(R"({"content": [{"token": "a", "logprob": -0.5, "bytes": [97],
+      "top_logprobs": [{"token": "a", "logprob": -0.5, "bytes": [97]},
+                       {"token": "b", "logprob": -1.5, "bytes": [98]}]}], "refusal": null})");
+  EXPECT_EQ(j["choices"][0]["logprobs"], expected);
+}
+
+TEST(OpenAIResponse, CompletionLogprobsFormatWithRunningTextOffsets) {
+  ResponseBuilder b(meta(Endpoint::completions, true), text_of);
+  const Json first = b.delta_chunk({token('a', -0.5f, {{'b', -1.0f}}), token('c', -0.25f)});
+  const Json expected = Json::parse(R"({"tokens": ["a", "c"], "token_logprobs": [-0.5, -0.25],
+      "top_logprobs": [{"b": -1.0}, {}], "text_offset": [0, 1]})");
+  EXPECT_EQ(first["choices"][0]["logprobs"], expected);
+  const Json second = b.delta_chunk({token('d')});
+  EXPECT_EQ(second["choices"][0]["logprobs"]["text_offset"], Json::parse("[2]"));
+}
+
+TEST(OpenAIResponse, ImpossibleTokensAndPartialUtf8StillPrint) {
+  ResponseBuilder b(meta(Endpoint::chat, true), text_of);
+  GeneratedToken t;
+  t.id = 0xE2;  // the first byte of a 3-byte character
+  t.logprob = -std::numeric_limits<float>::infinity();
+  const Json j = b.full_response({t}, engine::FinishReason::length, usage());
+  const Json& entry = j["choices"][0]["logprobs"]["content"][0];
+  EXPECT_EQ(entry["logprob"], -9999.0);
+  EXPECT_EQ(entry["bytes"], Json::parse("[226]"));
+  const std::string wire = dump(j);  // must not throw on the invalid UTF-8
+  EXPECT_NE(wire.find("\xEF\xBF\xBD"), std::string::npos);
+}
+
+TEST(OpenAIResponse, ErrorBodyShape) {
+  const Json e = error_json("bad 'x'", error_type(400), "x");
+  EXPECT_EQ(e, Json::parse(R"({"error": {"message": "bad 'x'", "type": "invalid_request_error",
+                                         "param": "x", "code": null}})"));
+  EXPECT_TRUE(error_json("m", "t")["error"]["param"].is_null());
+  EXPECT_EQ(error_type(500), "server_error");
+  EXPECT_EQ(error_type(503), "unavailable_error");
+  EXPECT_EQ(error_type(413), "invalid_request_error");
+}
+
+}  // namespace
+}  // namespace cohort::server

@@ -1,0 +1,205 @@
+// `cohort serve -m FILE`: the OpenAI- and llama.cpp-compatible HTTP server
+// in front of the engine loop.
+//
+// Start-up order: the HTTP server listens first, so /health answers 503
+// "Loading model" while the model loads; then the tokenizer and chat
+// template are read from the GGUF file, the engine is built
+// (make_service), and the model is published: /health turns 200.
+//
+// /metrics is always on (llama-server needs --metrics for it; the flag is
+// accepted and changes nothing).
+//
+// SIGINT / SIGTERM: stop accepting, cancel in-flight requests, join the HTTP
+// threads, then shut the engine down. A signal during loading exits at once
+// with status 130, as nothing is being served yet.
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "engine/decoder.h"
+#include "engine/sampler.h"
+#include "gguf/gguf_file.h"
+#include "server/api_reply.h"
+#include "server/generation.h"
+#include "server/http_server.h"
+#include "server/local_engine.h"
+#include "sched/phase_policy.h"
+#include "server/routes.h"
+#include "server/served_model.h"
+#include "tokenizer/tokenizer.h"
+#include "tools/commands.h"
+#include "tools/sampling_flags.h"
+
+namespace cohort::tools {
+namespace {
+
+struct ServeOptions {
+  std::string model;                       // -m
+  std::string host = "127.0.0.1";          // --host
+  int port = 8080;                         // --port (0: any free port)
+  std::string alias;                       // --alias: model id in the API
+  int n_parallel = 4;                      // -np: slots
+  engine::DecoderOptions dec;              // -c -b -ub -t
+  std::string phase_policy = "cohort";     // --phase-policy
+  int tg_quantum = 0;                      // --tg-quantum
+  std::string trace_batches;               // --trace-batches FILE
+  size_t max_body = size_t{8} << 20;       // --max-body, bytes
+  int threads_http = 0;                    // --threads-http (0: max(np + 4, 8))
+  engine::SamplingParams sampling;         // defaults for requests (--temp ...)
+  int n_predict = -1;                      // -n: default max_tokens
+  bool metrics = false;                    // --metrics (accepted; /metrics is always on)
+};
+
+// ---------------------------------------------------------------------------
+// The engine behind the server, built from the options once the HTTP server
+// is up: the engine loop (server/engine_loop.h) for the model in o.model,
+// with o.n_parallel slots, o.dec, o.phase_policy, o.tg_quantum and
+// o.trace_batches. Throws cohort::Error naming the file or flag at fault.
+std::unique_ptr<server::GenerationService> make_service(const ServeOptions& o) {
+  server::EngineOptions e;
+  e.decoder = o.dec;
+  e.scheduler.n_slots = o.n_parallel;
+  e.scheduler.n_batch = o.dec.n_batch;
+  e.scheduler.policy = sched::parse_policy(o.phase_policy);
+  e.scheduler.tg_quantum = o.tg_quantum;
+  e.trace_path = o.trace_batches;
+  return server::start_engine(o.model, e);
+}
+// ---------------------------------------------------------------------------
+
+// Blocks SIGINT and SIGTERM in the calling thread (and so in every thread it
+// starts afterwards) and runs `on_signal` on a thread of its own when one
+// arrives. Construct before any other thread starts.
+class SignalWatcher {
+ public:
+  explicit SignalWatcher(std::function<void(int)> on_signal) {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+    thread_ = std::thread([this, on_signal = std::move(on_signal)] {
+      int sig = 0;
+      if (sigwait(&set_, &sig) == 0 && !quitting_.load()) on_signal(sig);
+    });
+  }
+  ~SignalWatcher() {
+    quitting_.store(true);
+    pthread_kill(thread_.native_handle(), SIGTERM);  // wakes sigwait if still waiting
+    thread_.join();
+  }
+  SignalWatcher(const SignalWatcher&) = delete;
+  SignalWatcher& operator=(const SignalWatcher&) = delete;
+
+ private:
+  sigset_t set_;
+  std::atomic<bool> quitting_{false};
+  std::thread thread_;
+};
+
+int64_t unix_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The tokenizer, template and names from the file, then the engine.
+std::unique_ptr<server::ServedModel> load_model(const ServeOptions& o) {
+  const gguf::GgufFile file = gguf::GgufFile::open(o.model);
+  const gguf::Metadata& md = file.metadata();
+  auto m = std::make_unique<server::ServedModel>(tokenizer::Tokenizer::from_gguf(md));
+  m->path = o.model;
+  m->chat_template = md.get_string("tokenizer.chat_template").value_or("");
+  m->id = !o.alias.empty() ? o.alias
+                           : md.get_string("general.name").value_or(std::filesystem::path(o.model).filename());
+  m->defaults = o.sampling;
+  m->default_max_tokens = o.n_predict;
+  m->service = make_service(o);
+  m->created = unix_seconds();
+  return m;
+}
+
+server::HttpServerOptions http_options(const ServeOptions& o) {
+  server::HttpServerOptions h;
+  h.max_body_bytes = o.max_body;
+  h.n_threads = o.threads_http > 0 ? o.threads_http : std::max(o.n_parallel + 4, 8);
+  return h;
+}
+
+void check_options(const ServeOptions& o) {
+  if (o.port < 0 || o.port > 65535) fail("--port {} is not a port number", o.port);
+  if (o.n_parallel < 1) fail("--parallel (-np) must be >= 1, got {}", o.n_parallel);
+  if (o.tg_quantum < 0) fail("--tg-quantum must be >= 0, got {}", o.tg_quantum);
+  if (o.max_body < 1) fail("--max-body must be >= 1 byte");
+  if (o.threads_http < 0) fail("--threads-http must be >= 0, got {}", o.threads_http);
+  if (o.n_predict == 0 || o.n_predict < -1) fail("--n-predict (-n) must be -1 or >= 1, got {}", o.n_predict);
+  o.dec.validate();
+  o.sampling.validate();
+}
+
+void serve(const ServeOptions& o) {
+  check_options(o);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::atomic<bool> loaded{false};
+  server::ServingState state;
+  server::HttpServer http(http_options(o), server::openai_error_body);
+  SignalWatcher signals([&](int sig) {
+    fmt::print(stderr, "serve: {} received, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    if (!loaded.load()) std::_Exit(130);
+    http.stop();
+  });
+  server::register_openai_routes(http, state);
+  server::register_llama_routes(http, state);
+  const int port = http.start(o.host, o.port);
+  fmt::print(stderr, "serve: listening on http://{}:{} (loading {})\n", o.host, port, o.model);
+  try {
+    state.publish(load_model(o));
+  } catch (...) {
+    http.stop();
+    throw;
+  }
+  loaded.store(true);
+  const server::ServedModel& m = *state.model();
+  fmt::print(stderr, "serve: ready: model '{}', {} slots, context {} tokens per request\n", m.id,
+             o.n_parallel, m.service->n_ctx());
+  http.wait();
+  state.take().reset();  // the engine stops after the last HTTP thread has ended
+  fmt::print(stderr, "serve: stopped\n");
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand("serve", "OpenAI- and llama.cpp-compatible HTTP server");
+  cmd->add_option("-m,--model", o->model, "GGUF file")->required();
+  cmd->add_option("--host", o->host, "address to listen on");
+  cmd->add_option("--port", o->port, "port to listen on (0: any free port)");
+  cmd->add_option("--alias", o->alias, "model id in the API (default: general.name of the file)");
+  cmd->add_option("--parallel", o->n_parallel, "slots: requests served at once (-np)");
+  add_decoder_flags(cmd, o->dec);
+  cmd->add_option("--phase-policy", o->phase_policy, "scheduling: cohort, mixed, no-cont or serial")
+      ->check(CLI::IsMember({"cohort", "mixed", "no-cont", "serial"}));
+  cmd->add_option("--tg-quantum", o->tg_quantum, "cohort: end a decode phase after N steps when work waits (0: drain)");
+  cmd->add_option("--trace-batches", o->trace_batches, "write the batch trace (JSON lines) to FILE");
+  cmd->add_option("--max-body", o->max_body, "largest request body in bytes (larger: 413)");
+  cmd->add_option("--threads-http", o->threads_http, "HTTP worker threads (0: max(np + 4, 8))");
+  cmd->add_option("-n,--n-predict", o->n_predict, "default max_tokens of a request (-1: no limit)");
+  cmd->add_flag("--metrics", o->metrics, "accepted for llama-server compatibility; /metrics is always on");
+  add_sampling_flags(cmd, o->sampling);
+  cmd->callback([o] { serve(*o); });
+}
+
+}  // namespace cohort::tools
