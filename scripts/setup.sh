@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 DEBIAN_PACKAGES=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libpcre2-dev
-  libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
 )
 
 missing=()

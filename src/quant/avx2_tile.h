@@ -8,6 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 
+// Kernel helpers must inline into the loops that call them: a call makes
+// every ymm register caller-saved and pushes the accumulators to memory.
+#define COHORT_AVX2_INLINE inline __attribute__((always_inline))
+
 namespace cohort::quant::kernels::avx2 {
 
 // Sum of the 8 lanes as ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)); the

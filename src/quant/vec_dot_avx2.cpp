@@ -9,8 +9,8 @@
 //
 //  - One activation (a matvec, and vec_dot()): blocks go in groups of 8; the
 //    8 scales of each row and of the activation are gathered into one vector
-//    (vpinsrw, vcvtph2ps), multiplied once, and each block's product is
-//    picked with vpermps. 4 rows at a time share the activation's loads.
+//    (vpinsrw, vcvtph2ps) and multiplied once; each block's product is then
+//    broadcast from a stack copy. 4 rows at a time share the activation's loads.
 //  - Several activations: the scales are converted to F32 arrays up front,
 //    those of up to kMaxActGroup activations once per group and those of a
 //    row group once, and micro-tiles of 2 rows x 4 activations keep 8
@@ -55,13 +55,15 @@ int64_t round_up8(int64_t n) { return (n + 7) / 8 * 8; }
 // The 32 weights of a block as bytes in element order: 0..15 for Q4_0/Q4_1
 // (the offset 8 of Q4_0 is taken off later), -127..127 for Q8_0.
 template <Kind k>
-__m256i weight_bytes(const typename Fmt<k>::W& b) {
+COHORT_AVX2_INLINE __m256i weight_bytes(const typename Fmt<k>::W& b) {
   if constexpr (k == Kind::q8_0) {
     return loadu(b.qs);
   } else {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
-    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
-    return _mm256_and_si256(both, _mm256_set1_epi8(0xF));
+    // The 16 bytes in both halves (one broadcast load), the upper half
+    // shifted right by 4: low nibbles, then high nibbles.
+    const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)));
+    const __m256i shifted = _mm256_srlv_epi32(v, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
+    return _mm256_and_si256(shifted, _mm256_set1_epi8(0xF));
   }
 }
 
@@ -69,7 +71,7 @@ __m256i weight_bytes(const typename Fmt<k>::W& b) {
 // int32 lanes, as floats. For Q8_0, wabs = |w| (vpmaddubsw wants one operand
 // unsigned; the signs move to a); for Q4_0, eight_a = the pairs of 8 * a.
 template <Kind k>
-__m256 lanes(__m256i w, __m256i wabs, __m256i av, __m256i eight_a) {
+COHORT_AVX2_INLINE __m256 lanes(__m256i w, __m256i wabs, __m256i av, __m256i eight_a) {
   __m256i p16;
   if constexpr (k == Kind::q8_0) {
     p16 = _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(av, w));
@@ -81,35 +83,39 @@ __m256 lanes(__m256i w, __m256i wabs, __m256i av, __m256i eight_a) {
 }
 
 template <Kind k>
-__m256i eight_times(__m256i av) {
+COHORT_AVX2_INLINE __m256i eight_times(__m256i av) {
   if constexpr (k == Kind::q4_0) return _mm256_maddubs_epi16(_mm256_set1_epi8(8), av);
   return _mm256_setzero_si256();
 }
 
 // ---- one activation ----------------------------------------------------
 
-uint16_t load_u16(const uint8_t* p) {
+COHORT_AVX2_INLINE uint16_t load_u16(const uint8_t* p) {
   uint16_t v = 0;
   std::memcpy(&v, p, sizeof(v));
   return v;
 }
 
-template <size_t... J>
-__m128i insert8(const uint8_t* p, size_t stride, std::index_sequence<J...>) {
+// The f16 at p + J * stride for J = 0..7, in lane J (with kClamp, J is
+// capped at `last`: the caller zeroes the lanes past it).
+template <bool kClamp, size_t... J>
+COHORT_AVX2_INLINE __m128i insert8(const uint8_t* p, size_t stride, size_t last, std::index_sequence<J...>) {
   __m128i h = _mm_setzero_si128();
-  ((h = _mm_insert_epi16(h, load_u16(p + J * stride), J)), ...);
+  ((h = _mm_insert_epi16(h, load_u16(p + (kClamp ? std::min(J, last) : J) * stride), J)), ...);
   return h;
 }
 
-// The f16 field at byte `offset` of `count` (<= 8) consecutive blocks as
+// The f16 field at byte `offset` of `count` (1..8) consecutive blocks as
 // F32 lanes; lanes from `count` on are zero.
 template <typename Block>
-__m256 gather_half8(const Block* b, size_t offset, int64_t count) {
+COHORT_AVX2_INLINE __m256 gather_half8(const Block* b, size_t offset, int64_t count) {
   const auto* p = reinterpret_cast<const uint8_t*>(b) + offset;
-  if (count == 8) return _mm256_cvtph_ps(insert8(p, sizeof(Block), std::make_index_sequence<8>()));
-  alignas(16) uint16_t h[8] = {};
-  for (int64_t j = 0; j < count; ++j) h[j] = load_u16(p + static_cast<size_t>(j) * sizeof(Block));
-  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+  constexpr auto kLanes = std::make_index_sequence<8>();
+  if (count == 8) return _mm256_cvtph_ps(insert8<false>(p, sizeof(Block), 7, kLanes));
+  const __m256 v = _mm256_cvtph_ps(insert8<true>(p, sizeof(Block), static_cast<size_t>(count - 1), kLanes));
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)), lane);
+  return _mm256_and_ps(v, _mm256_castsi256_ps(keep));
 }
 
 template <Kind k, int R>
@@ -125,20 +131,21 @@ void matvec_rows(const void* rows, size_t row_stride, int64_t r0, const typename
     const int64_t count = std::min<int64_t>(8, n_blocks - g);
     for (int r = 0; r < R; ++r) prefetch_ahead(w[r] + g, 8 * sizeof(W));
     const __m256 da = gather_half8(a + g, offsetof(A, d), count);
-    __m256 dd[R];  // dw * da of the group's 8 blocks
-    for (int r = 0; r < R; ++r) dd[r] = _mm256_mul_ps(gather_half8(w[r] + g, offsetof(W, d), count), da);
+    // dw * da of the group's blocks, read back one at a time as broadcasts
+    // (a load, where picking lanes in registers would take a shuffle).
+    alignas(32) float dd[R][8];
+    for (int r = 0; r < R; ++r) _mm256_store_ps(dd[r], _mm256_mul_ps(gather_half8(w[r] + g, offsetof(W, d), count), da));
     if constexpr (has_offset(k)) {
       const __m256 s = gather_half8(a + g, offsetof(A, s), count);
       for (int r = 0; r < R; ++r) ms[r] = _mm256_fmadd_ps(gather_half8(w[r] + g, offsetof(W, m), count), s, ms[r]);
     }
-    __m256i pick = _mm256_setzero_si256();
-    for (int64_t b = g; b < g + count; ++b, pick = _mm256_add_epi32(pick, _mm256_set1_epi32(1))) {
-      const __m256i av = loadu(a[b].qs);
+    for (int64_t j = 0; j < count; ++j) {
+      const __m256i av = loadu(a[g + j].qs);
       const __m256i eight_a = eight_times<k>(av);
       for (int r = 0; r < R; ++r) {
-        const __m256i wq = weight_bytes<k>(w[r][b]);
+        const __m256i wq = weight_bytes<k>(w[r][g + j]);
         const __m256i wabs = k == Kind::q8_0 ? _mm256_sign_epi8(wq, wq) : wq;
-        c[r] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(dd[r], pick), lanes<k>(wq, wabs, av, eight_a), c[r]);
+        c[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(&dd[r][j]), lanes<k>(wq, wabs, av, eight_a), c[r]);
       }
     }
   }

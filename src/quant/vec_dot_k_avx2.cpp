@@ -50,7 +50,7 @@ struct RowScales {
 };
 
 // Q4_K/Q5_K: the 8 scales and mins (see unpack_scale_min), all at once.
-void unpack_k_scales(const uint8_t* packed, RowScales& s) {
+COHORT_AVX2_INLINE void unpack_k_scales(const uint8_t* packed, RowScales& s) {
   uint32_t u[3];
   std::memcpy(u, packed, sizeof(u));
   const uint32_t sc_lo = u[0] & 0x3f3f3f3fu;
@@ -68,7 +68,7 @@ void unpack_k_scales(const uint8_t* packed, RowScales& s) {
 }
 
 // Q6_K: group v has scale 2v on its first 16 elements, 2v+1 on the others.
-void unpack_q6_scales(const int8_t* scales, RowScales& s) {
+COHORT_AVX2_INLINE void unpack_q6_scales(const int8_t* scales, RowScales& s) {
   const __m128i lo = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales)));
   const __m128i hi = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + 8)));
   const __m256i lo2 = _mm256_broadcastsi128_si256(lo), hi2 = _mm256_broadcastsi128_si256(hi);
@@ -82,7 +82,7 @@ void unpack_q6_scales(const int8_t* scales, RowScales& s) {
 }
 
 template <Kind k>
-void row_scales(const typename Fmt<k>::W& b, RowScales& s) {
+COHORT_AVX2_INLINE void row_scales(const typename Fmt<k>::W& b, RowScales& s) {
   s.d = _cvtsh_ss(b.d);
   if constexpr (k == Kind::q6_k) {
     unpack_q6_scales(b.scales, s);
@@ -98,7 +98,7 @@ void row_scales(const typename Fmt<k>::W& b, RowScales& s) {
 // its offset. Shifts are epi16: masks keep bits from crossing into the
 // neighbouring byte's field.
 template <Kind k, int v>
-__m256i group_bytes(const typename Fmt<k>::W& b, const RowScales& s) {
+COHORT_AVX2_INLINE __m256i group_bytes(const typename Fmt<k>::W& b, const RowScales& s) {
   const __m256i low4 = _mm256_set1_epi8(0xF);
   if constexpr (k == Kind::q6_k) {
     constexpr int h = v / 4, t = v % 4;  // half and quarter (see blocks.h)

@@ -98,6 +98,7 @@ void EngineLoop::run() {
       trace_file_.flush();  // readers follow the trace while the server runs
     }
     if (!plan.has_work()) {
+      if (!plan.ended.empty()) publish_slots();
       scheduler_.wait_for_work(kIdleWait);
       continue;
     }
