@@ -34,9 +34,9 @@ uint64_t pack(std::string_view bytes) {
   return key;
 }
 
-class SpmSession {
+class SpmEncoding {
  public:
-  SpmSession(const SpmModel& model, const Vocab& vocab, std::string_view text)
+  SpmEncoding(const SpmModel& model, const Vocab& vocab, std::string_view text)
       : model_(model), vocab_(vocab), text_(text) {}
 
   void run(std::vector<int32_t>& out) {
@@ -145,7 +145,7 @@ bool SpmModel::joins_space(std::string_view before) const {
 }
 
 void SpmModel::encode(const Vocab& vocab, std::string_view text, std::vector<int32_t>& out) const {
-  SpmSession(*this, vocab, text).run(out);
+  SpmEncoding(*this, vocab, text).run(out);
 }
 
 std::string spm_escape(std::string_view text, bool prefix_space) {
