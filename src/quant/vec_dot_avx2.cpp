@@ -168,23 +168,26 @@ void matvec32(const void* rows, size_t row_stride, int64_t n_rows, const void* a
 // ---- several activations -------------------------------------------------
 
 // Scales (d) and, for Q4_1/Q8_1, offsets (m or s) of blocks [b0, b0 + len)
-// as F32, zero-padded to `padded` entries.
+// as F32: d[i * d_stride], off[i]; entries up to `padded` are zero.
 template <typename Block>
-void convert_scales(const Block* blk, int64_t b0, int64_t len, int64_t padded, float* d, float* off) {
+void convert_scales(const Block* blk, int64_t b0, int64_t len, int64_t padded, float* d,
+                    int64_t d_stride, float* off) {
   for (int64_t i = 0; i < len; ++i) {
-    d[i] = _cvtsh_ss(blk[b0 + i].d);
+    d[i * d_stride] = _cvtsh_ss(blk[b0 + i].d);
     if constexpr (requires { blk->m; }) off[i] = _cvtsh_ss(blk[b0 + i].m);
     if constexpr (requires { blk->s; }) off[i] = _cvtsh_ss(blk[b0 + i].s);
   }
   for (int64_t i = len; i < padded; ++i) {
-    d[i] = 0.0f;
+    d[i * d_stride] = 0.0f;
     if (off != nullptr) off[i] = 0.0f;
   }
 }
 
-// One chunk of blocks for a micro-tile. The state (accumulators between
-// chunks) and the activation scale arrays are indexed by the activation's
-// place in its group, then by row.
+// One chunk of blocks for a micro-tile. The d scales are stored block-major
+// (the T activations' or R rows' scales of a block side by side, so that the
+// inner loop walks one pointer per side); the Q4_1 offsets row-major, for
+// the 8-block vectors of the offset lanes. The state (accumulators between
+// chunks) is indexed by the activation's place in its group, then by row.
 template <Kind k, int kRows>
 struct Micro32 {
   using W = typename Fmt<k>::W;
@@ -195,10 +198,11 @@ struct Micro32 {
   const void* acts;
   size_t act_stride;
   int64_t b0, b1;       // blocks of this chunk
-  int64_t stride;       // entries per row/activation in the scale arrays
-  const float* row_d;   // [kRows][stride]
+  int64_t group;        // activations per group
+  int64_t stride;       // entries per row/activation of the offset arrays
+  const float* row_d;   // [block][kRows]
   const float* row_m;   // [kRows][stride], Q4_1 only
-  const float* act_d;   // [group][stride]
+  const float* act_d;   // [block][group]
   const float* act_s;   // [group][stride], Q4_1 only
   int64_t t_group;      // first activation of the group
   __m256* acc;          // [group][kRows]; read unless b0 == 0
@@ -215,8 +219,9 @@ struct Micro32 {
     for (int r = 0; r < R; ++r) {
       for (int t = 0; t < T; ++t) c[r][t] = b0 == 0 ? _mm256_setzero_ps() : acc[(tg + t) * kRows + r];
     }
-    for (int64_t b = b0; b < b1; ++b) {
-      const int64_t j = b - b0;
+    const float* ad = act_d + tg;
+    const float* rd = row_d;
+    for (int64_t b = b0; b < b1; ++b, ad += group, rd += kRows) {
       __m256i wq[R], wabs[R];
       for (int r = 0; r < R; ++r) {
         wq[r] = weight_bytes<k>(w[r][b]);
@@ -225,9 +230,9 @@ struct Micro32 {
       for (int t = 0; t < T; ++t) {
         const __m256i av = loadu(a[t][b].qs);
         const __m256i eight_a = eight_times<k>(av);
-        const __m256 da = _mm256_broadcast_ss(act_d + (tg + t) * stride + j);
+        const __m256 da = _mm256_broadcast_ss(ad + t);
         for (int r = 0; r < R; ++r) {
-          const __m256 dd = _mm256_mul_ps(_mm256_broadcast_ss(row_d + r * stride + j), da);
+          const __m256 dd = _mm256_mul_ps(_mm256_broadcast_ss(rd + r), da);
           c[r][t] = _mm256_fmadd_ps(dd, lanes<k>(wq[r], wabs[r], av, eight_a), c[r][t]);
         }
       }
@@ -274,7 +279,7 @@ void tile32_groups(const void* rows, size_t row_stride, int64_t n_rows, const vo
 
   auto convert_acts = [&](int64_t ta, int64_t tb, int64_t c0, int64_t len) {
     for (int64_t t = ta; t < tb; ++t) {
-      convert_scales(row_at<A>(acts, act_stride, t), c0, len, chunk, act_d + (t - ta) * chunk,
+      convert_scales(row_at<A>(acts, act_stride, t), c0, len, chunk, act_d + (t - ta), group,
                      kOffset ? act_s + (t - ta) * chunk : nullptr);
     }
   };
@@ -287,11 +292,11 @@ void tile32_groups(const void* rows, size_t row_stride, int64_t n_rows, const vo
         const int64_t len = std::min(chunk, n_blocks - c0);
         if (!one_chunk) convert_acts(ta, tb, c0, len);
         for (int r = 0; r < nr; ++r) {
-          convert_scales(row_at<W>(rows, row_stride, r0 + r), c0, len, chunk, row_d + r * chunk,
+          convert_scales(row_at<W>(rows, row_stride, r0 + r), c0, len, chunk, row_d + r, R,
                          kOffset ? row_m + r * chunk : nullptr);
         }
-        Micro32<k, R> micro{rows, row_stride, acts, act_stride, c0, c0 + len, chunk, row_d, row_m,
-                            act_d, act_s, ta, acc, offsets};
+        Micro32<k, R> micro{rows, row_stride, acts, act_stride, c0, c0 + len, group, chunk, row_d,
+                            row_m, act_d, act_s, ta, acc, offsets};
         over_acts<R, T>(nr, r0, ta, tb, micro);
       }
       for (int64_t t = ta; t < tb; ++t) {
@@ -358,7 +363,13 @@ struct MicroFloat {
       for (int t = 0; t < T; ++t) c[r][t] = _mm256_setzero_ps();
     }
     const int64_t n8 = n - n % 8;
+    constexpr int64_t kPerLine = 64 / sizeof(E);  // elements per cache line
     for (int64_t i = 0; i < n8; i += 8) {
+      if constexpr (T == 1) {
+        if (i % kPerLine == 0) {
+          for (int r = 0; r < R; ++r) prefetch_ahead(w[r] + i, 64);
+        }
+      }
       __m256 wv[R];
       for (int r = 0; r < R; ++r) wv[r] = widen8(w[r] + i);
       for (int t = 0; t < T; ++t) {

@@ -7,6 +7,9 @@
 //   quant_probe dequant-tensor GGUF NAME [--isa ...]   stdout float32 of one tensor
 //   quant_probe bench TYPE ROWS COLS [--isa ...] [--reps R]
 //                                                      single-thread matvec throughput
+//   quant_probe act-quantize WTYPE [--isa ...]          stdin float32 -> stdout activation row
+//                                                      (the type vec_dot pairs with WTYPE)
+//   quant_probe vec-dot WTYPE N [--isa ...]            stdin row bytes + activation bytes -> "%.9g"
 //   quant_probe vecdot-bench TYPE ROWS COLS [--tokens T] [--isa ...] [--reps R]
 //                                                      single-thread W x over T tokens:
 //                                                      F32-activation dot() per (row, token)
@@ -211,6 +214,39 @@ int cmd_bench(const Args& a) {
   return 0;
 }
 
+int cmd_act_quantize(const Args& a) {
+  need(a, 1, "act-quantize WTYPE [--isa scalar|avx2]");
+  const TensorType type = parse_type(a.positional[0]);
+  if (!quant::has_vec_dot(type)) fail("no integer dot product for {}", a.positional[0]);
+  const std::vector<uint8_t> in = read_stdin();
+  if (in.size() % sizeof(float) != 0) fail("{} bytes of input is not a whole number of float32", in.size());
+  std::vector<float> x(in.size() / sizeof(float));
+  copy_bytes(x.data(), in.data(), in.size());
+  const auto n = static_cast<int64_t>(x.size());
+  if (n % cohort::gguf::traits(type).block_size != 0) fail("{} values is not a multiple of the block size", n);
+  std::vector<uint8_t> out(quant::activation_row_bytes(type, n));
+  quant::quantize_activations(type, x.data(), out.data(), n);
+  write_stdout(out.data(), out.size());
+  return 0;
+}
+
+int cmd_vec_dot(const Args& a) {
+  need(a, 2, "vec-dot WTYPE N [--isa scalar|avx2]");
+  const TensorType type = parse_type(a.positional[0]);
+  const int64_t n = parse_int(a.positional[1], "N");
+  if (!quant::has_vec_dot(type)) fail("no integer dot product for {}", a.positional[0]);
+  if (n % cohort::gguf::traits(type).block_size != 0) fail("N={} is not a multiple of the block size", n);
+  const size_t rb = cohort::gguf::row_bytes(type, n), ab = quant::activation_row_bytes(type, n);
+  const std::vector<uint8_t> in = read_stdin();
+  if (in.size() != rb + ab) fail("expected {} bytes ({} row + {} activations), got {}", rb + ab, rb, ab, in.size());
+  // Copies keep both rows 4-byte aligned (Q8_K scales are f32).
+  std::vector<uint32_t> row((rb + 3) / 4), act((ab + 3) / 4);
+  copy_bytes(row.data(), in.data(), rb);
+  copy_bytes(act.data(), in.data() + rb, ab);
+  std::printf("%.9g\n", static_cast<double>(quant::vec_dot(type, row.data(), act.data(), n)));
+  return 0;
+}
+
 // Seconds per call of fn, the mean of `reps` calls after one warm-up call.
 template <typename Fn>
 double time_per_call(int64_t reps, Fn fn) {
@@ -273,7 +309,7 @@ int cmd_vecdot_bench(const Args& a) {
 }
 
 int run(int argc, char** argv) {
-  if (argc < 2) fail("usage: quant_probe types|dequant|dot|quantize|dequant-tensor|bench|vecdot-bench ...");
+  if (argc < 2) fail("usage: quant_probe types|dequant|dot|quantize|dequant-tensor|bench|act-quantize|vec-dot|vecdot-bench ...");
   const std::string_view cmd = argv[1];
   const Args a = parse_args(argc, argv);
   if (cmd == "types") return cmd_types();
@@ -282,6 +318,8 @@ int run(int argc, char** argv) {
   if (cmd == "quantize") return cmd_quantize(a);
   if (cmd == "dequant-tensor") return cmd_dequant_tensor(a);
   if (cmd == "bench") return cmd_bench(a);
+  if (cmd == "act-quantize") return cmd_act_quantize(a);
+  if (cmd == "vec-dot") return cmd_vec_dot(a);
   if (cmd == "vecdot-bench") return cmd_vecdot_bench(a);
   fail("unknown command '{}'", cmd);
 }

@@ -6,8 +6,13 @@
   pytest with -s to see them);
 - our encoders reconstruct their input closely, and Q8_0/Q4_0/Q4_1 produce the
   same bytes as gguf-py's quantizers;
-- our type table matches gguf.constants.GGML_QUANT_SIZES.
+- our type table matches gguf.constants.GGML_QUANT_SIZES;
+- the integer dot products of the fast CPU path (quant/vec_dot.h) match llama.cpp's
+  own ggml kernels (libggml-cpu from the llama-cpp-python build, through ctypes):
+  the same activation values, and dot products within float rounding.
 """
+import ctypes
+import pathlib
 import subprocess
 
 import numpy as np
@@ -163,6 +168,101 @@ def test_quantize_reconstructs_input(quant_probe, qtype):
     assert error <= ERROR_BOUND[qtype]
     if qtype in SAME_BYTES_AS_NUMPY:
         assert ref is not None and np.array_equal(ref, ours)
+
+
+# Weight type -> ggml's activation type and dot kernel (what ggml_cpu pairs them with).
+VEC_DOT = {Q.Q4_0: (Q.Q8_0, "q4_0_q8_0"), Q.Q4_1: (Q.Q8_1, "q4_1_q8_1"), Q.Q8_0: (Q.Q8_0, "q8_0_q8_0"),
+           Q.Q4_K: (Q.Q8_K, "q4_K_q8_K"), Q.Q5_K: (Q.Q8_K, "q5_K_q8_K"), Q.Q6_K: (Q.Q8_K, "q6_K_q8_K")}
+VEC_DOT_TOLERANCE = 1e-6  # relative to sum |w_i a_i|: integer sums are exact, F32 orders differ
+# (block size, bytes) of the activation blocks as ggml lays them out today; gguf-py's
+# table still has the older 40-byte Q8_1 (f32 d and s).
+ACT_BLOCK = {Q.Q8_0: (32, 34), Q.Q8_1: (32, 36), Q.Q8_K: (256, 292)}
+Q8_K_BYTES = 292  # f32 d, int8 qs[256], int16 bsums[16]
+
+
+@pytest.fixture(scope="module")
+def ggml_cpu():
+    """llama.cpp's CPU kernels, or skip where llama-cpp-python ships none."""
+    try:
+        import llama_cpp
+    except ImportError:
+        pytest.skip("llama-cpp-python is not installed")
+    path = pathlib.Path(llama_cpp.__file__).parent / "lib" / "libggml-cpu.so"
+    if not path.exists():
+        pytest.skip(f"no {path}")
+    lib = ctypes.CDLL(str(path))
+    lib.ggml_cpu_init()  # fills the f16 tables the kernels use
+    for act in ("q8_0", "q8_1", "q8_K"):
+        getattr(lib, f"quantize_row_{act}").argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+    for _, name in VEC_DOT.values():
+        getattr(lib, f"ggml_vec_dot_{name}").argtypes = [
+            ctypes.c_int, ctypes.POINTER(ctypes.c_float), ctypes.c_size_t, ctypes.c_void_p,
+            ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    return lib
+
+
+def ggml_activations(lib, act, x):
+    out = np.zeros(x.size // ACT_BLOCK[act][0] * ACT_BLOCK[act][1], dtype=np.uint8)
+    getattr(lib, f"quantize_row_{act.name.lower().replace('q8_k', 'q8_K')}")(x.ctypes.data, out.ctypes.data, x.size)
+    return out
+
+
+def activation_values(act, data):
+    """d * q of every element (Q8_K: f32 d; the others: f16 d)."""
+    if act == Q.Q8_K:
+        blocks = data.reshape(-1, Q8_K_BYTES)
+        d = blocks[:, :4].copy().view(np.float32).astype(np.float64)
+        return (d * blocks[:, 4:260].view(np.int8)).reshape(-1)
+    blocks = data.reshape(-1, ACT_BLOCK[act][1])
+    d = blocks[:, :2].copy().view(np.float16).astype(np.float64)
+    return (d * blocks[:, -32:].view(np.int8)).reshape(-1)
+
+
+def act_input(rng, n):
+    """Gaussian values with block magnitudes spread over four decades."""
+    x = rng.normal(size=n) * np.repeat(10.0 ** rng.uniform(-2, 2, size=n // 32), 32)
+    return x.astype(np.float32)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("qtype", list(VEC_DOT), ids=lambda t: t.name)
+def test_activations_match_ggml(quant_probe, isa_available, ggml_cpu, qtype, isa):
+    need_isa(isa_available, isa)
+    act = VEC_DOT[qtype][0]
+    x = act_input(np.random.default_rng(500 + qtype.value), 4096)
+    ours = np.frombuffer(probe(quant_probe, "act-quantize", qtype.name, "--isa", isa,
+                               data=x.tobytes()).stdout, dtype=np.uint8)
+    theirs = ggml_activations(ggml_cpu, act, x)
+    if act == Q.Q8_K:
+        # ggml scales by -127 / (the signed value of largest magnitude), so its d and q
+        # may both be negated; the values d * q and |bsums| are the same.
+        assert np.array_equal(activation_values(act, ours), activation_values(act, theirs))
+        bsums = lambda b: np.abs(b.reshape(-1, Q8_K_BYTES)[:, 260:].copy().view(np.int16))
+        assert np.array_equal(bsums(ours), bsums(theirs))
+    else:
+        assert np.array_equal(ours, theirs), f"{act.name} bytes differ from ggml's"
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("qtype", list(VEC_DOT), ids=lambda t: t.name)
+def test_vec_dot_matches_ggml(quant_probe, isa_available, ggml_cpu, qtype, isa):
+    need_isa(isa_available, isa)
+    act, kernel = VEC_DOT[qtype]
+    rng = np.random.default_rng(600 + qtype.value)
+    n = 4096
+    for trial in range(4):
+        row = random_blocks(qtype, n // GGML_QUANT_SIZES[qtype][0], rng)
+        x = act_input(rng, n)
+        acts = np.frombuffer(probe(quant_probe, "act-quantize", qtype.name, "--isa", isa,
+                                   data=x.tobytes()).stdout, dtype=np.uint8).copy()
+        got = float(probe(quant_probe, "vec-dot", qtype.name, n, "--isa", isa,
+                          data=row.tobytes() + acts.tobytes()).stdout.decode())
+        want = ctypes.c_float()
+        getattr(ggml_cpu, f"ggml_vec_dot_{kernel}")(n, ctypes.byref(want), 0, row.ctypes.data, 0,
+                                                      acts.ctypes.data, 0, 1)
+        scale = np.abs(reference_dequant(qtype, row).astype(np.float64) * activation_values(act, acts)).sum()
+        error = abs(got - want.value) / scale
+        assert error <= VEC_DOT_TOLERANCE, f"{qtype.name} {isa} trial {trial}: {got} vs ggml {want.value}"
 
 
 def test_type_table_matches_gguf_py(quant_probe):

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -130,6 +131,48 @@ TEST(MatmulFast, ScratchIsCheckedAndMayBeUnaligned) {
   const Matrix unsupported{{}, WeightView{TensorType::Q5_1, scratch.data(), 32, 1, 24}};
   EXPECT_THROW(matmul_fast(pool, unsupported.view, x.data(), 1, y.data(), scratch), Error);
   EXPECT_EQ(matmul_fast_scratch_bytes(random_matrix(TensorType::F32, 2, 8, rng).view, 5), 0u);
+}
+
+// Timings, not a check; run with
+//   cohort_tests --gtest_also_run_disabled_tests --gtest_filter='MatmulFastBench.*'
+// Best of several runs (robust to a loaded machine) of matmul (the F32
+// reference) and matmul_fast on the default model's shapes (SmolLM2-135M:
+// Q4_1 layers, Q8_0 output head), 2 threads.
+TEST(MatmulFastBench, DISABLED_DefaultModelShapes) {
+  std::mt19937 rng(44);
+  ThreadPool pool(2);
+  struct Shape {
+    TensorType type;
+    int64_t n_in, n_out;
+  };
+  for (const Shape& s : {Shape{TensorType::Q4_1, 576, 576}, Shape{TensorType::Q4_1, 576, 1536},
+                         Shape{TensorType::Q4_1, 1536, 576}, Shape{TensorType::Q8_0, 576, 49152}}) {
+    const Matrix m = random_matrix(s.type, s.n_out, s.n_in, rng);
+    for (int64_t n_tok : {1, 128}) {
+      const auto x = random_normal(static_cast<size_t>(n_tok * s.n_in), rng);
+      std::vector<float> y(static_cast<size_t>(n_tok * s.n_out));
+      std::vector<uint8_t> scratch(matmul_fast_scratch_bytes(m.view, n_tok));
+      const double macs = static_cast<double>(s.n_in * s.n_out * n_tok);
+      const int reps = macs > 1e9 ? 3 : macs > 1e8 ? 10 : 200;
+      auto best = [&](auto&& fn) {
+        double t = 1e30;
+        for (int i = 0; i < reps + 1; ++i) {
+          const auto t0 = std::chrono::steady_clock::now();
+          fn();
+          const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          if (i > 0) t = std::min(t, dt);
+        }
+        return t;
+      };
+      const double ref = best([&] { matmul(pool, m.view, x.data(), n_tok, y.data()); });
+      const double fast = best([&] { matmul_fast(pool, m.view, x.data(), n_tok, y.data(), scratch); });
+      std::printf("[ bench    ] %-5s %5lld -> %-5lld n_tok=%-3lld 2 threads: matmul %8.3f ms, "
+                  "matmul_fast %8.3f ms (%5.2fx, %6.1f GMAC/s, weights %5.1f GB/s)\n",
+                  name(s.type).c_str(), static_cast<long long>(s.n_in), static_cast<long long>(s.n_out),
+                  static_cast<long long>(n_tok), ref * 1e3, fast * 1e3, ref / fast, macs / fast / 1e9,
+                  static_cast<double>(m.bytes.size()) / fast / 1e9);
+    }
+  }
 }
 
 }  // namespace
