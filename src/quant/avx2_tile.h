@@ -11,6 +11,7 @@
 // Kernel helpers must inline into the loops that call them: a call makes
 // every ymm register caller-saved and pushes the accumulators to memory.
 #define COHORT_AVX2_INLINE inline __attribute__((always_inline))
+#define COHORT_AVX2_LAMBDA_INLINE __attribute__((always_inline))
 
 namespace cohort::quant::kernels::avx2 {
 
@@ -45,20 +46,6 @@ void over_acts(int n_rows, int64_t r0, int64_t t0, int64_t t1, Micro& micro) {
   for (int64_t t = t0; t < t1; t += T) {
     with_shape<R, T>(n_rows, static_cast<int>(std::min<int64_t>(T, t1 - t)), micro, r0, t);
   }
-}
-
-// Matvec kernels walk 4 neighbouring rows at once; a weight matrix larger
-// than the last-level cache then streams from memory several times slower
-// than row by row unless the data is requested ahead (measured on Zen 4 for
-// a 576 x 49152 Q8_0 matrix: 8 ms without, 2.3 ms with, 2.0 ms row by row,
-// while in cache 4 rows are 1.3x faster than 1). kPrefetchBytes ahead of
-// each row's current position worked best of 512, 1024 and 2048.
-inline constexpr size_t kPrefetchBytes = 1024;
-
-// Prefetches the cache lines of [p, p + bytes) shifted kPrefetchBytes ahead.
-inline void prefetch_ahead(const void* p, size_t bytes) {
-  const char* c = static_cast<const char*>(p) + kPrefetchBytes;
-  for (size_t i = 0; i < bytes; i += 64) _mm_prefetch(c + i, _MM_HINT_T0);
 }
 
 template <typename Block>

@@ -7,10 +7,16 @@
 // the one vec_dot_scalar.cpp defines. What differs between the two paths
 // below is only how the f16 scales reach the registers:
 //
-//  - One activation (a matvec, and vec_dot()): blocks go in groups of 8; the
-//    8 scales of each row and of the activation are gathered into one vector
-//    (vpinsrw, vcvtph2ps) and multiplied once; each block's product is then
-//    broadcast from a stack copy. 4 rows at a time share the activation's loads.
+//  - One activation (a matvec, and vec_dot()): one row at a time, blocks in
+//    groups of 8; the group's 8 scales of the row and of the activation are
+//    gathered into one vector each (vpinsrw, vcvtph2ps) and multiplied once;
+//    each block's product is then broadcast from a stack copy. Rows go one
+//    by one because a matvec streams its matrix from memory, and interleaving
+//    rows hurts that: on the Zen 4 machine this was tuned on, a decode step of
+//    the default model (96 MB of weights) took 7.5-8.3 ms row by row and
+//    10-12 ms with 4 rows interleaved (2 rows: 7.6-12 ms; software prefetch
+//    did not close the gap), though 4 rows are 1.2-1.3x faster when the
+//    matrix sits in L2.
 //  - Several activations: the scales are converted to F32 arrays up front,
 //    those of up to kMaxActGroup activations once per group and those of a
 //    row group once, and micro-tiles of 2 rows x 4 activations keep 8
@@ -118,51 +124,61 @@ COHORT_AVX2_INLINE __m256 gather_half8(const Block* b, size_t offset, int64_t co
   return _mm256_and_ps(v, _mm256_castsi256_ps(keep));
 }
 
-template <Kind k, int R>
-void matvec_rows(const void* rows, size_t row_stride, int64_t r0, const typename Fmt<k>::A* a,
-                 int64_t n_blocks, float* y) {
+// The activation's scales (d, and s for Q8_1) as F32 in 8-block groups,
+// converted once per call where the row is at most kChunk blocks long; a
+// longer row gathers them group by group.
+struct ActScales {
+  const float* d = nullptr;  // [round_up8(n_blocks)], zero-padded; null: gather
+  const float* s = nullptr;
+};
+
+template <Kind k>
+void matvec_row(const typename Fmt<k>::W* w, const typename Fmt<k>::A* a, const ActScales& as,
+                int64_t n_blocks, float* y) {
   using W = typename Fmt<k>::W;
   using A = typename Fmt<k>::A;
-  const W* w[R];
-  for (int r = 0; r < R; ++r) w[r] = row_at<W>(rows, row_stride, r0 + r);
-  __m256 c[R], ms[R];
-  for (int r = 0; r < R; ++r) c[r] = ms[r] = _mm256_setzero_ps();
+  __m256 c = _mm256_setzero_ps(), ms = c;
   for (int64_t g = 0; g < n_blocks; g += 8) {
     const int64_t count = std::min<int64_t>(8, n_blocks - g);
-    for (int r = 0; r < R; ++r) prefetch_ahead(w[r] + g, 8 * sizeof(W));
-    const __m256 da = gather_half8(a + g, offsetof(A, d), count);
+    const __m256 da = as.d != nullptr ? _mm256_load_ps(as.d + g) : gather_half8(a + g, offsetof(A, d), count);
     // dw * da of the group's blocks, read back one at a time as broadcasts
     // (a load, where picking lanes in registers would take a shuffle).
-    alignas(32) float dd[R][8];
-    for (int r = 0; r < R; ++r) _mm256_store_ps(dd[r], _mm256_mul_ps(gather_half8(w[r] + g, offsetof(W, d), count), da));
+    alignas(32) float dd[8];
+    _mm256_store_ps(dd, _mm256_mul_ps(gather_half8(w + g, offsetof(W, d), count), da));
     if constexpr (has_offset(k)) {
-      const __m256 s = gather_half8(a + g, offsetof(A, s), count);
-      for (int r = 0; r < R; ++r) ms[r] = _mm256_fmadd_ps(gather_half8(w[r] + g, offsetof(W, m), count), s, ms[r]);
+      const __m256 sa = as.s != nullptr ? _mm256_load_ps(as.s + g) : gather_half8(a + g, offsetof(A, s), count);
+      ms = _mm256_fmadd_ps(gather_half8(w + g, offsetof(W, m), count), sa, ms);
     }
     for (int64_t j = 0; j < count; ++j) {
       const __m256i av = loadu(a[g + j].qs);
-      const __m256i eight_a = eight_times<k>(av);
-      for (int r = 0; r < R; ++r) {
-        const __m256i wq = weight_bytes<k>(w[r][g + j]);
-        const __m256i wabs = k == Kind::q8_0 ? _mm256_sign_epi8(wq, wq) : wq;
-        c[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(&dd[r][j]), lanes<k>(wq, wabs, av, eight_a), c[r]);
-      }
+      const __m256i wq = weight_bytes<k>(w[g + j]);
+      const __m256i wabs = k == Kind::q8_0 ? _mm256_sign_epi8(wq, wq) : wq;
+      c = _mm256_fmadd_ps(_mm256_broadcast_ss(&dd[j]), lanes<k>(wq, wabs, av, eight_times<k>(av)), c);
     }
   }
-  for (int r = 0; r < R; ++r) {
-    float v = hsum(c[r]);
-    if constexpr (has_offset(k)) v += hsum(ms[r]);
-    y[r0 + r] = v;
-  }
+  float v = hsum(c);
+  if constexpr (has_offset(k)) v += hsum(ms);
+  *y = v;
 }
 
 template <Kind k>
 void matvec32(const void* rows, size_t row_stride, int64_t n_rows, const void* act,
               int64_t n_blocks, float* y) {
-  const auto* a = static_cast<const typename Fmt<k>::A*>(act);
-  int64_t r = 0;
-  for (; r + 4 <= n_rows; r += 4) matvec_rows<k, 4>(rows, row_stride, r, a, n_blocks, y);
-  for (; r < n_rows; ++r) matvec_rows<k, 1>(rows, row_stride, r, a, n_blocks, y);
+  using A = typename Fmt<k>::A;
+  const auto* a = static_cast<const A*>(act);
+  alignas(32) float d[kChunk], s[kChunk];
+  ActScales as;
+  if (n_blocks <= kChunk) {
+    for (int64_t g = 0; g < n_blocks; g += 8) {
+      const int64_t count = std::min<int64_t>(8, n_blocks - g);
+      _mm256_store_ps(d + g, gather_half8(a + g, offsetof(A, d), count));
+      if constexpr (has_offset(k)) _mm256_store_ps(s + g, gather_half8(a + g, offsetof(A, s), count));
+    }
+    as = {d, s};
+  }
+  for (int64_t r = 0; r < n_rows; ++r) {
+    matvec_row<k>(row_at<typename Fmt<k>::W>(rows, row_stride, r), a, as, n_blocks, y + r);
+  }
 }
 
 // ---- several activations -------------------------------------------------
@@ -320,12 +336,13 @@ void tile32(const void* rows, size_t row_stride, int64_t n_rows, const void* act
   }
 }
 
-// Float rows: 8 elements per step, one accumulator per (row, activation).
+// Float rows: two accumulators per (row, activation), element i in lane i % 8
+// of accumulator (i / 8) % 2, so that a lone row still has two FMA chains.
 struct F16 { uint16_t bits; };
 struct BF16 { uint16_t bits; };
 
 template <typename E>
-__m256 widen8(const E* p) {
+COHORT_AVX2_INLINE __m256 widen8(const E* p) {
   if constexpr (std::is_same_v<E, float>) {
     return _mm256_loadu_ps(p);
   } else {
@@ -336,7 +353,7 @@ __m256 widen8(const E* p) {
 }
 
 template <typename E>
-float widen1(E v) {
+COHORT_AVX2_INLINE float widen1(E v) {
   if constexpr (std::is_same_v<E, float>) return v;
   else if constexpr (std::is_same_v<E, F16>) return _cvtsh_ss(v.bits);
   else return std::bit_cast<float>(static_cast<uint32_t>(v.bits) << 16);
@@ -358,46 +375,49 @@ struct MicroFloat {
     const E* a[T];
     for (int r = 0; r < R; ++r) w[r] = row_at<E>(rows, row_stride, r0 + r);
     for (int t = 0; t < T; ++t) a[t] = row_at<E>(acts, act_stride, t0 + t);
-    __m256 c[R][T];
-    for (int r = 0; r < R; ++r) {
-      for (int t = 0; t < T; ++t) c[r][t] = _mm256_setzero_ps();
-    }
-    const int64_t n8 = n - n % 8;
-    constexpr int64_t kPerLine = 64 / sizeof(E);  // elements per cache line
-    for (int64_t i = 0; i < n8; i += 8) {
-      if constexpr (T == 1) {
-        if (i % kPerLine == 0) {
-          for (int r = 0; r < R; ++r) prefetch_ahead(w[r] + i, 64);
-        }
+    __m256 c[2][R][T];
+    for (auto& half : c) {
+      for (auto& row : half) {
+        for (__m256& v : row) v = _mm256_setzero_ps();
       }
+    }
+    // 8 elements at i into accumulator h.
+    auto step = [&](int64_t i, int h) COHORT_AVX2_LAMBDA_INLINE {
       __m256 wv[R];
       for (int r = 0; r < R; ++r) wv[r] = widen8(w[r] + i);
       for (int t = 0; t < T; ++t) {
         const __m256 av = widen8(a[t] + i);
-        for (int r = 0; r < R; ++r) c[r][t] = _mm256_fmadd_ps(wv[r], av, c[r][t]);
+        for (int r = 0; r < R; ++r) c[h][r][t] = _mm256_fmadd_ps(wv[r], av, c[h][r][t]);
       }
+    };
+    const int64_t n8 = n - n % 8;
+    int64_t i = 0;
+    for (; i + 16 <= n8; i += 16) {
+      step(i, 0);
+      step(i + 8, 1);
     }
+    if (i < n8) step(i, 0);
     for (int r = 0; r < R; ++r) {
       for (int t = 0; t < T; ++t) {
-        float total = hsum(c[r][t]);
-        for (int64_t i = n8; i < n; ++i) total = std::fma(widen1(w[r][i]), widen1(a[t][i]), total);
+        float total = hsum(_mm256_add_ps(c[0][r][t], c[1][r][t]));
+        for (int64_t k = n8; k < n; ++k) total = std::fma(widen1(w[r][k]), widen1(a[t][k]), total);
         y[(t0 + t) * y_stride + r0 + r] = total;
       }
     }
   }
 };
 
+// 2 rows x 3 activations (12 accumulators) per micro-tile; a matvec goes row
+// by row, see the top of this file.
 template <typename E>
 void tile_float(const void* rows, size_t row_stride, int64_t n_rows, const void* acts,
                 size_t act_stride, int64_t n_acts, int64_t n, float* y, int64_t y_stride) {
   MicroFloat<E> micro{rows, row_stride, acts, act_stride, n, y, y_stride};
-  constexpr int R = 3, T = 4;
   if (n_acts == 1) {
-    for (int64_t r0 = 0; r0 < n_rows; r0 += 4) {
-      over_acts<4, 1>(static_cast<int>(std::min<int64_t>(4, n_rows - r0)), r0, 0, 1, micro);
-    }
+    for (int64_t r0 = 0; r0 < n_rows; ++r0) micro.template operator()<1, 1>(r0, 0);
     return;
   }
+  constexpr int R = 2, T = 3;
   for (int64_t r0 = 0; r0 < n_rows; r0 += R) {
     over_acts<R, T>(static_cast<int>(std::min<int64_t>(R, n_rows - r0)), r0, 0, n_acts, micro);
   }

@@ -149,7 +149,6 @@ struct MicroK {
     for (int64_t b = 0; b < n_blocks; ++b) {
       RowScales s[R];
       for (int r = 0; r < R; ++r) {
-        if constexpr (T == 1) prefetch_ahead(w[r] + b, sizeof(W));
         row_scales<k>(w[r][b], s[r]);
       }
       __m256i sum[R][T];
@@ -189,19 +188,14 @@ struct MicroK {
   }
 };
 
-#ifndef KMR
-#define KMR 4
-#endif
-constexpr int kMatvecRows = KMR;
-
 template <Kind k>
 void tile_k(const void* rows, size_t row_stride, int64_t n_rows, const void* acts,
             size_t act_stride, int64_t n_acts, int64_t n_blocks, float* y, int64_t y_stride) {
   MicroK<k> micro{rows, row_stride, acts, act_stride, n_blocks, y, y_stride};
   if (n_acts == 1) {
-    for (int64_t r0 = 0; r0 < n_rows; r0 += kMatvecRows) {
-      over_acts<kMatvecRows, 1>(static_cast<int>(std::min<int64_t>(kMatvecRows, n_rows - r0)), r0, 0, 1, micro);
-    }
+    // A matvec: row by row, which streams a matrix from memory faster than
+    // interleaved rows (see vec_dot_avx2.cpp).
+    for (int64_t r0 = 0; r0 < n_rows; ++r0) micro.template operator()<1, 1>(r0, 0);
     return;
   }
   for (int64_t r0 = 0; r0 < n_rows; r0 += 2) {

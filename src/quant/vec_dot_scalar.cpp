@@ -14,8 +14,9 @@
 // Per 256-element super-block (Q4_K, Q5_K, Q6_K): the int32 lanes collect all
 // sub-blocks times their integer scales, then lane += (da * d) * p and, for
 // the mins, lane += (-da * dmin) * pm, pm[j] = m_j * (bsums[2j] + bsums[2j+1]).
-// Floats (F32, F16, BF16): element i goes to lane i % 8 (lane += w * a); the
-// n % 8 trailing elements are added one by one after the reduction.
+// Floats (F32, F16, BF16): element i goes to lane i % 8 of accumulator
+// (i / 8) % 2 (lane += w * a); the two accumulators are added lane by lane
+// before the reduction, and the n % 8 trailing elements one by one after it.
 #include <cmath>
 
 #include "common/half.h"
@@ -176,10 +177,15 @@ template <typename T, typename Convert>
 float dot_float(const void* row, const void* act, int64_t n, Convert convert) {
   const T* w = static_cast<const T*>(row);
   const T* a = static_cast<const T*>(act);
-  Lanes acc = {};
+  Lanes acc[2] = {};
   const int64_t n8 = n - n % 8;
-  for (int64_t i = 0; i < n8; ++i) acc[i % 8] = std::fma(convert(w[i]), convert(a[i]), acc[i % 8]);
-  float total = reduce(acc);
+  for (int64_t i = 0; i < n8; ++i) {
+    float& lane = acc[(i / 8) % 2][i % 8];
+    lane = std::fma(convert(w[i]), convert(a[i]), lane);
+  }
+  Lanes sum;
+  for (int j = 0; j < 8; ++j) sum[j] = acc[0][j] + acc[1][j];
+  float total = reduce(sum);
   for (int64_t i = n8; i < n; ++i) total = std::fma(convert(w[i]), convert(a[i]), total);
   return total;
 }
