@@ -13,18 +13,22 @@
 //   BF16          BF16         F32 (products of two bfloat16 are exact)
 //   F32           F32          F32
 //
-// Every result is defined as an F32 sum in a fixed order (8 lanes, each a
-// chain of fused multiply-adds, reduced as a tree; vec_dot_scalar.cpp spells
-// it out), so the scalar and AVX2 paths return the same bits for finite
-// input, and vec_dot_tile() returns the same bits as vec_dot() for every
-// (row, activation) pair whatever the tile shape.
+// Every result is defined as an F32 sum in a fixed order (8-lane
+// accumulators, each lane a chain of fused multiply-adds, reduced as a tree;
+// vec_dot_scalar.cpp spells it out), so the scalar and AVX2 paths return the
+// same bits for finite input, and vec_dot_tile() returns the same bits as
+// vec_dot() for every (row, activation) pair whatever the tile shape: a
+// matmul's output for one token does not depend on the other tokens.
 //
 // Activation quantization (nearest, ties to even, as ggml's SIMD code):
 // per block of 32 (Q8_0/Q8_1) or 256 (Q8_K) values, amax = max |x|,
 // q = round(x * 127 / amax); Q8_0/Q8_1 store d = amax / 127 as f16, Q8_K
-// stores d = 1 / (127 / amax) as f32. Blocks with amax < 1e-30 (where
-// 127 / amax would overflow) encode as zeros. NaN or infinite input gives
-// defined but meaningless blocks, which may differ between the ISA paths.
+// stores d = 1 / (127 / amax) as f32. Q8_0 and Q8_1 bytes equal those of
+// ggml's x86 quantize_row_q8_0/q8_1; Q8_K values d * q equal ggml's, which
+// may store both d and q negated (tests/python/test_quant_reference.py).
+// Blocks with amax < 1e-30 (where 127 / amax would overflow) encode as
+// zeros. NaN or infinite input gives defined but meaningless blocks, which
+// may differ between the ISA paths.
 //
 // n counts elements and must be a multiple of the weight type's block size
 // (else cohort::Error, as for an unsupported weight type).
@@ -58,8 +62,10 @@ float vec_dot(TensorType weight, const void* row, const void* act, int64_t n);
 // A tile of dot products: for r < n_rows and t < n_acts,
 //   y[t * y_stride + r] = vec_dot(weight, rows + r * row_stride, acts + t * act_stride, n)
 // bit for bit, but computed in register blocks that reuse each loaded weight
-// block for several activation rows. Rows and activations of one call should
-// fit in L2 together (a few hundred KiB) for the reuse to pay.
+// block for several activation rows (n_acts == 1 is a matvec: the rows are
+// streamed one by one). Rows and activations of one call should fit in L2
+// together (a few hundred KiB) for the reuse to pay. Uses up to 48 KiB of
+// stack for block scales converted to F32.
 void vec_dot_tile(TensorType weight, const void* rows, size_t row_stride, int64_t n_rows,
                   const void* acts, size_t act_stride, int64_t n_acts, int64_t n, float* y,
                   int64_t y_stride);

@@ -278,7 +278,7 @@ void tile32_groups(const void* rows, size_t row_stride, int64_t n_rows, const vo
   using W = typename Fmt<k>::W;
   using A = typename Fmt<k>::A;
   constexpr bool kOffset = has_offset(k);
-  constexpr int64_t kPer = kOffset ? 2 : 1;  // scale arrays per row
+  constexpr int64_t kPer = kOffset ? 2 : 1;  // scale arrays per activation
   const int64_t chunk = std::min(round_up8(n_blocks), kChunk);
   const int64_t group = std::clamp(kActScaleFloats / (kPer * chunk) / T * T, int64_t{T}, kMaxActGroup);
   const bool one_chunk = n_blocks <= chunk;

@@ -32,11 +32,11 @@ template <> struct Fmt<Kind::q6_k> { using W = BlockQ6_K; };
 // Calls f(std::integral_constant<int, i>{}) for i = 0 .. N-1: loops whose
 // index picks immediates (shift counts, shuffle masks) unroll at compile time.
 template <int N, typename F, int... I>
-void static_for(F&& f, std::integer_sequence<int, I...>) {
+COHORT_AVX2_INLINE void static_for(F&& f, std::integer_sequence<int, I...>) {
   (f(std::integral_constant<int, I>{}), ...);
 }
 template <int N, typename F>
-void static_for(F&& f) {
+COHORT_AVX2_INLINE void static_for(F&& f) {
   static_for<N>(f, std::make_integer_sequence<int, N>());
 }
 
@@ -60,7 +60,7 @@ COHORT_AVX2_INLINE void unpack_k_scales(const uint8_t* packed, RowScales& s) {
   const __m128i sc = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo)));
   const __m128i m = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(m_hi), static_cast<int>(m_lo)));
   const __m256i sc2 = _mm256_broadcastsi128_si256(sc);
-  static_for<8>([&](auto j) {  // bytes 2j, 2j+1 (int16 j) into every int16
+  static_for<8>([&](auto j) COHORT_AVX2_LAMBDA_INLINE {  // bytes 2j, 2j+1 (int16 j) into every int16
     s.group[j] = _mm256_shuffle_epi8(sc2, _mm256_set1_epi16(static_cast<int16_t>(0x0100 + 0x0202 * j)));
   });
   // m_j twice: bsums come per 16 elements, mins per 32.
@@ -72,7 +72,7 @@ COHORT_AVX2_INLINE void unpack_q6_scales(const int8_t* scales, RowScales& s) {
   const __m128i lo = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales)));
   const __m128i hi = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + 8)));
   const __m256i lo2 = _mm256_broadcastsi128_si256(lo), hi2 = _mm256_broadcastsi128_si256(hi);
-  static_for<8>([&](auto v) {
+  static_for<8>([&](auto v) COHORT_AVX2_LAMBDA_INLINE {
     constexpr int w = v % 4;  // int16 2w (low half) and 2w+1 (high half) of lo or hi
     const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(0x0302 + 0x0404 * w)),
                                           _mm_set1_epi16(static_cast<int16_t>(0x0100 + 0x0404 * w)));
@@ -155,7 +155,7 @@ struct MicroK {
       for (int r = 0; r < R; ++r) {
         for (int t = 0; t < T; ++t) sum[r][t] = _mm256_setzero_si256();
       }
-      static_for<8>([&](auto v) {
+      static_for<8>([&](auto v) COHORT_AVX2_LAMBDA_INLINE {
         __m256i q[R];
         for (int r = 0; r < R; ++r) q[r] = group_bytes<k, v>(w[r][b], s[r]);
         for (int t = 0; t < T; ++t) {
