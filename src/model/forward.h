@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "backend/cpu/ops.h"
 #include "comm/communicator.h"
 #include "common/thread_pool.h"
 #include "kv/block_manager.h"
@@ -43,6 +44,7 @@ struct Workspace {
   std::vector<float> up;      // [n_tok, n_ff]
   std::vector<float> out;     // [n_tok, n_embd] block output before the residual add
   std::vector<float> scores;  // [n_threads, n_max_ctx] attention scratch
+  std::vector<float> lanes;   // [n_threads, 16, head_dim] attention output lanes
   std::vector<uint8_t> activations;  // [n_tok, largest matrix input] quantized inputs (fast path)
 };
 
@@ -56,6 +58,8 @@ struct ForwardContext {
   // true: the F32 reference path (every dot product on F32 activations);
   // false: activations quantized to the weight's partner type, as llama.cpp does.
   bool exact = false;
+
+  cpu::Numerics numerics() const { return exact ? cpu::Numerics::exact : cpu::Numerics::llama; }
 };
 
 }  // namespace cohort::model

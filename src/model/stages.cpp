@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "quant/quant.h"
+#include "quant/vec_dot.h"
 
 namespace cohort::model {
 
@@ -27,9 +28,12 @@ Workspace::Workspace(const HParams& hp, int64_t max_tok, int64_t max_ctx, int n_
   up = sized(hp.n_ff);
   out = sized(hp.n_embd);
   scores.resize(static_cast<size_t>(n_threads * max_ctx));
-  // F16/BF16 activations take 2 bytes per input: the most any partner type needs.
+  lanes.resize(static_cast<size_t>(n_threads * cpu::kSumLanes * hp.head_dim));
+  // F16 activations (2 bytes per input) are the widest any weight type pairs
+  // with, so a scratch sized for them fits every matrix of the model.
   const int64_t max_in = std::max({hp.n_embd, hp.n_ff, q_dim});
-  activations.resize(static_cast<size_t>(max_tok * max_in * 2 + max_tok * 64));
+  const cpu::WeightView widest{gguf::TensorType::F16, nullptr, max_in, 1, 0};
+  activations.resize(cpu::matmul_fast_scratch_bytes(widest, max_tok));
 }
 
 namespace {
@@ -57,7 +61,7 @@ void embed(ForwardContext& ctx, const HeadWeights& head, const UBatch& ub) {
 void attention_projections(ForwardContext& ctx, const AttentionWeights& attn, const UBatch& ub) {
   Workspace& ws = ctx.ws;
   cpu::rms_norm(ctx.pool, ws.x.data(), attn.norm.data(), ub.n_tok(), ctx.hp.n_embd, ctx.hp.rms_eps,
-                ws.h.data());
+                ws.h.data(), ctx.numerics());
   project(ctx, attn.q, ws.h.data(), ub.n_tok(), ws.q.data());
   project(ctx, attn.k, ws.h.data(), ub.n_tok(), ws.k.data());
   project(ctx, attn.v, ws.h.data(), ub.n_tok(), ws.v.data());
@@ -68,9 +72,9 @@ void qk_norm(ForwardContext& ctx, std::span<const float> q_norm, std::span<const
   const HParams& hp = ctx.hp;
   // Each head is a row of head_dim: normalise n_tok * n_heads rows in place.
   cpu::rms_norm(ctx.pool, ctx.ws.q.data(), q_norm.data(), ub.n_tok() * hp.n_head, hp.head_dim,
-                hp.rms_eps, ctx.ws.q.data());
+                hp.rms_eps, ctx.ws.q.data(), ctx.numerics());
   cpu::rms_norm(ctx.pool, ctx.ws.k.data(), k_norm.data(), ub.n_tok() * hp.n_head_kv, hp.head_dim,
-                hp.rms_eps, ctx.ws.k.data());
+                hp.rms_eps, ctx.ws.k.data(), ctx.numerics());
 }
 
 void rotate_qk(ForwardContext& ctx, const HeadWeights& head, const UBatch& ub) {
@@ -79,6 +83,7 @@ void rotate_qk(ForwardContext& ctx, const HeadWeights& head, const UBatch& ub) {
   p.n_rot = hp.n_rot;
   p.freq_base = hp.rope_freq_base;
   p.neox = hp.family != Family::llama;  // ref: llama.cpp's rope type per architecture
+  p.numerics = ctx.numerics();
   if (hp.rope_scaling == RopeScaling::linear || hp.rope_scaling == RopeScaling::yarn) {
     p.freq_scale = 1.0f / hp.rope_scale;
   }
@@ -107,22 +112,33 @@ void store_kv(ForwardContext& ctx, int layer, const UBatch& ub) {
 }
 
 // One query head of one token over positions [0, n_pos) of its sequence.
+// The weighted sum of V rows runs in cpu::kSumLanes lanes by position.
 void attend_head(ForwardContext& ctx, int layer, std::span<const kv::BlockId> table, int n_pos,
-                 const float* q, int64_t kv_head, float* scores, float* out) {
+                 const float* q, int64_t kv_head, float* scores, float* lanes, float* out) {
   const HParams& hp = ctx.hp;
   const int bs = ctx.blocks.block_size();
   const int64_t hd = hp.head_dim;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   for (int j = 0; j < n_pos; ++j) {
     const float* k = ctx.kv.k(layer, kv::slot_of(table, bs, j)) + kv_head * hd;
-    scores[j] = quant::dot(gguf::TensorType::F32, k, q, hd) * scale;
+    // The fast path sums in the lane order of llama.cpp's F32 matmul.
+    const float kq = ctx.exact ? quant::dot(gguf::TensorType::F32, k, q, hd)
+                               : cpu::dot_f32_wide(k, q, hd);
+    scores[j] = kq * scale;
   }
-  cpu::softmax_in_place(scores, n_pos);
-  std::fill_n(out, hd, 0.0f);
+  cpu::softmax_in_place(scores, n_pos, ctx.numerics());
+  constexpr int L = cpu::kSumLanes;
+  std::fill_n(lanes, L * hd, 0.0f);
   for (int j = 0; j < n_pos; ++j) {
     const float* v = ctx.kv.v(layer, kv::slot_of(table, bs, j)) + kv_head * hd;
     const float p = scores[j];
-    for (int64_t d = 0; d < hd; ++d) out[d] += p * v[d];
+    float* lane = lanes + (j % L) * hd;
+    for (int64_t d = 0; d < hd; ++d) lane[d] = std::fma(p, v[d], lane[d]);
+  }
+  for (int64_t d = 0; d < hd; ++d) {
+    float column[L];
+    for (int l = 0; l < L; ++l) column[l] = lanes[l * hd + d];
+    out[d] = cpu::sum_lanes(column);
   }
 }
 
@@ -134,13 +150,14 @@ void attend(ForwardContext& ctx, int layer, const UBatch& ub) {
   const int64_t group = hp.n_head / hp.n_head_kv;
   ctx.pool.parallel_for(ub.n_tok() * hp.n_head, [&](int64_t i0, int64_t i1, int thread) {
     float* scores = ctx.ws.scores.data() + thread * ctx.ws.n_max_ctx;
+    float* lanes = ctx.ws.lanes.data() + thread * cpu::kSumLanes * hp.head_dim;
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t t = i / hp.n_head, h = i % hp.n_head;
       const auto ti = static_cast<size_t>(t);
       const float* q = ctx.ws.q.data() + (t * hp.n_head + h) * hp.head_dim;
       float* out = ctx.ws.attn.data() + (t * hp.n_head + h) * hp.head_dim;
       attend_head(ctx, layer, ctx.blocks.block_table(ub.seq_ids[ti]), ub.positions[ti] + 1, q,
-                  h / group, scores, out);
+                  h / group, scores, lanes, out);
     }
   });
 }
@@ -157,10 +174,12 @@ void feed_forward(ForwardContext& ctx, const FfnWeights& ffn, const UBatch& ub) 
   Workspace& ws = ctx.ws;
   const HParams& hp = ctx.hp;
   const int64_t n = ub.n_tok() * hp.n_embd;
-  cpu::rms_norm(ctx.pool, ws.x.data(), ffn.norm.data(), ub.n_tok(), hp.n_embd, hp.rms_eps, ws.h.data());
+  cpu::rms_norm(ctx.pool, ws.x.data(), ffn.norm.data(), ub.n_tok(), hp.n_embd, hp.rms_eps, ws.h.data(),
+                ctx.numerics());
   project(ctx, ffn.gate, ws.h.data(), ub.n_tok(), ws.gate.data());
   project(ctx, ffn.up, ws.h.data(), ub.n_tok(), ws.up.data());
-  cpu::silu_mul(ctx.pool, ws.gate.data(), ws.up.data(), ub.n_tok(), hp.n_ff, ws.gate.data());
+  cpu::silu_mul(ctx.pool, ws.gate.data(), ws.up.data(), ub.n_tok(), hp.n_ff, ws.gate.data(),
+                ctx.numerics());
   project(ctx, ffn.down, ws.gate.data(), ub.n_tok(), ws.out.data());
   ctx.comm.all_reduce_sum(ws.out.data(), n);
   cpu::add_in_place(ws.x.data(), ws.out.data(), n);
@@ -179,7 +198,7 @@ void output_logits(ForwardContext& ctx, const HeadWeights& head, const UBatch& u
   }
   if (n_rows == 0) return;
   cpu::rms_norm(ctx.pool, ws.h.data(), head.output_norm.data(), n_rows, n_embd, ctx.hp.rms_eps,
-                ws.h.data());
+                ws.h.data(), ctx.numerics());
   project(ctx, head.output, ws.h.data(), n_rows, logits);
 }
 

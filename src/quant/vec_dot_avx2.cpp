@@ -337,7 +337,8 @@ void tile32(const void* rows, size_t row_stride, int64_t n_rows, const void* act
 }
 
 // Float rows: two accumulators per (row, activation), element i in lane i % 8
-// of accumulator (i / 8) % 2, so that a lone row still has two FMA chains.
+// of accumulator (i / 8) % 2, so that a lone row still has two FMA chains
+// (BF16 rows of whole 32-element groups pair elements as vdpbf16ps does).
 struct F16 { uint16_t bits; };
 struct BF16 { uint16_t bits; };
 
@@ -392,6 +393,32 @@ struct MicroFloat {
     };
     const int64_t n8 = n - n % 8;
     int64_t i = 0;
+    if constexpr (std::is_same_v<E, BF16>) {
+      // vdpbf16ps pairing, see vec_dot_scalar.cpp: 16 elements per accumulator.
+      auto pairs = [&](int64_t at, int h) COHORT_AVX2_LAMBDA_INLINE {
+        const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+        __m256 wo[R], we[R];
+        for (int r = 0; r < R; ++r) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[r] + at));
+          wo[r] = _mm256_castsi256_ps(_mm256_and_si256(v, high));
+          we[r] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+        }
+        for (int t = 0; t < T; ++t) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t] + at));
+          const __m256 ao = _mm256_castsi256_ps(_mm256_and_si256(v, high));
+          const __m256 ae = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+          for (int r = 0; r < R; ++r) {
+            c[h][r][t] = _mm256_fmadd_ps(we[r], ae, _mm256_fmadd_ps(wo[r], ao, c[h][r][t]));
+          }
+        }
+      };
+      if (n % 32 == 0) {
+        for (; i < n; i += 32) {
+          pairs(i, 0);
+          pairs(i + 16, 1);
+        }
+      }
+    }
     for (; i + 16 <= n8; i += 16) {
       step(i, 0);
       step(i + 8, 1);

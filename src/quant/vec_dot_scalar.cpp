@@ -17,7 +17,12 @@
 // Floats (F32, F16, BF16): element i goes to lane i % 8 of accumulator
 // (i / 8) % 2 (lane += w * a); the two accumulators are added lane by lane
 // before the reduction, and the n % 8 trailing elements one by one after it.
+// BF16 rows whose length is a multiple of 32 pair elements as vdpbf16ps does:
+// lane j of a 32-element group takes element 2j + 1, then element 2j (lanes
+// 0-7 in accumulator 0, 8-15 in accumulator 1). Products of two bfloat16 are
+// exact in F32, so each FMA rounds exactly like vdpbf16ps's add.
 #include <cmath>
+#include <initializer_list>
 
 #include "common/half.h"
 #include "quant/blocks.h"
@@ -195,7 +200,21 @@ float dot_f16(const void* row, const void* act, int64_t n) {
 }
 
 float dot_bf16(const void* row, const void* act, int64_t n) {
-  return dot_float<uint16_t>(row, act, n, bf16_to_f32);
+  if (n % 32 != 0) return dot_float<uint16_t>(row, act, n, bf16_to_f32);
+  const auto* w = static_cast<const uint16_t*>(row);
+  const auto* a = static_cast<const uint16_t*>(act);
+  Lanes acc[2] = {};
+  for (int64_t g = 0; g < n; g += 32) {
+    for (int j = 0; j < 16; ++j) {
+      float& lane = acc[j / 8][j % 8];
+      for (const int64_t i : {g + 2 * j + 1, g + 2 * j}) {
+        lane = std::fma(bf16_to_f32(w[i]), bf16_to_f32(a[i]), lane);
+      }
+    }
+  }
+  Lanes sum;
+  for (int j = 0; j < 8; ++j) sum[j] = acc[0][j] + acc[1][j];
+  return reduce(sum);
 }
 
 float dot_f32(const void* row, const void* act, int64_t n) {

@@ -16,6 +16,7 @@
 #include "engine/decoder.h"
 #include "model/model.h"
 #include "tools/commands.h"
+#include "tools/sampling_flags.h"
 
 namespace cohort::tools {
 namespace {
@@ -94,11 +95,7 @@ void register_logits(CLI::App& app) {
   cmd->add_option("-m,--model", opt->model, "GGUF file")->required();
   cmd->add_option("--ids", opt->ids, "JSON file: array of token id arrays")->required();
   cmd->add_option("-o,--output", opt->output, "raw F32 output file")->required();
-  cmd->add_option("-c,--ctx-size", opt->dec.n_ctx, "KV capacity in tokens");
-  cmd->add_option("-b,--batch-size", opt->dec.n_batch, "tokens per batch");
-  cmd->add_option("--ubatch-size", opt->dec.n_ubatch, "tokens per forward");
-  cmd->add_option("-t,--threads", opt->dec.n_threads, "threads");
-  cmd->add_flag("--exact", opt->dec.exact, "F32 activations in every dot product (reference)");
+  add_decoder_flags(cmd, opt->dec);
   cmd->add_flag("--together", opt->together, "interleave all sequences in the same batches");
   cmd->callback([opt] {
     auto model = model::Model::load(opt->model);

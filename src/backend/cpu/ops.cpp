@@ -10,14 +10,21 @@
 namespace cohort::cpu {
 
 void rms_norm(ThreadPool& pool, const float* x, const float* weight, int64_t n_tok, int64_t n,
-              float eps, float* y) {
+              float eps, float* y, Numerics mode) {
   pool.parallel_for(n_tok, [&](int64_t t0, int64_t t1, int) {
     for (int64_t t = t0; t < t1; ++t) {
       const float* xr = x + t * n;
       float* yr = y + t * n;
       double sum = 0.0;  // F64 sum of squares: the reference must not drift with n
-      for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(xr[i]) * xr[i];
-      const float scale = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(n) + eps));
+      float scale;
+      if (mode == Numerics::llama) {
+        for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(xr[i] * xr[i]);
+        const auto mean = static_cast<float>(sum / static_cast<double>(n));
+        scale = 1.0f / std::sqrt(mean + eps);
+      } else {
+        for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(xr[i]) * xr[i];
+        scale = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(n) + eps));
+      }
       for (int64_t i = 0; i < n; ++i) yr[i] = xr[i] * scale * weight[i];
     }
   });
@@ -29,12 +36,49 @@ void add_bias(float* x, const float* bias, int64_t n_tok, int64_t n) {
   }
 }
 
+float exp_poly(float x) {
+  // exp(x) = 2^n * exp(b), n = round(x / ln 2), b = x - n ln 2 (ln 2 in two
+  // parts), exp(b) by a degree-5 polynomial; each step one F32 rounding.
+  const float shift = 0x1.8p23f;
+  const float z = std::fma(x, 0x1.715476p+0f, shift);
+  const float n = z - shift;
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  if (std::fabs(n) > 192.0f) return n > 0.0f ? INFINITY : 0.0f;
+  const float u = b * b;
+  const float hi = std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                            std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
+  const float j = std::fma(hi, u, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  return std::ldexp(j, static_cast<int>(n));
+}
+
+float sum_lanes(const float* v) {
+  float t[8];
+  for (int i = 0; i < 8; ++i) t[i] = v[i] + v[i + 8];
+  const float s0 = t[0] + t[4], s1 = t[1] + t[5], s2 = t[2] + t[6], s3 = t[3] + t[7];
+  return (s0 + s2) + (s1 + s3);
+}
+
+float dot_f32_wide(const float* x, const float* y, int64_t n) {
+  constexpr int kWide = 4 * kSumLanes;
+  float acc[kWide] = {};
+  const int64_t n_wide = n - n % kWide;
+  for (int64_t i = 0; i < n_wide; ++i) acc[i % kWide] = std::fma(x[i], y[i], acc[i % kWide]);
+  float folded[kSumLanes];
+  for (int l = 0; l < kSumLanes; ++l) {
+    folded[l] = (acc[l] + acc[l + 2 * kSumLanes]) + (acc[l + kSumLanes] + acc[l + 3 * kSumLanes]);
+  }
+  float sum = sum_lanes(folded);
+  for (int64_t i = n_wide; i < n; ++i) sum = std::fma(x[i], y[i], sum);
+  return sum;
+}
+
 void silu_mul(ThreadPool& pool, const float* gate, const float* up, int64_t n_tok, int64_t n,
-              float* y) {
+              float* y, Numerics mode) {
   pool.parallel_for(n_tok * n, [&](int64_t i0, int64_t i1, int) {
     for (int64_t i = i0; i < i1; ++i) {
       const float g = gate[i];
-      y[i] = g / (1.0f + std::exp(-g)) * up[i];
+      const float e = mode == Numerics::llama ? exp_poly(-g) : std::exp(-g);
+      y[i] = g / (1.0f + e) * up[i];
     }
   }, 1024);
 }
@@ -93,20 +137,36 @@ void rope(const RopeParams& p, float* x, const int32_t* positions, int64_t n_tok
         const int64_t b = p.neox ? i0 / 2 + p.n_rot / 2 : i0 + 1;
         const float c = cos_sin[static_cast<size_t>(i0)], s = cos_sin[static_cast<size_t>(i0) + 1];
         const float x0 = v[a], x1 = v[b];
-        v[a] = x0 * c - x1 * s;
-        v[b] = x0 * s + x1 * c;
+        if (p.numerics == Numerics::llama) {
+          v[a] = std::fma(x0, c, -(x1 * s));
+          v[b] = std::fma(x0, s, x1 * c);
+        } else {
+          v[a] = x0 * c - x1 * s;
+          v[b] = x0 * s + x1 * c;
+        }
       }
     }
   }
 }
 
-void softmax_in_place(float* x, int64_t n) {
+void softmax_in_place(float* x, int64_t n, Numerics mode) {
   float max = -INFINITY;
   for (int64_t i = 0; i < n; ++i) max = std::max(max, x[i]);
   double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - max);
-    sum += x[i];
+  if (mode == Numerics::llama) {
+    for (int64_t g = 0; g < n; g += kSumLanes) {
+      float lanes[kSumLanes] = {};
+      for (int64_t i = g; i < std::min(n, g + kSumLanes); ++i) {
+        x[i] = exp_poly(x[i] - max);
+        lanes[i - g] = x[i];
+      }
+      sum += sum_lanes(lanes);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      x[i] = std::exp(x[i] - max);
+      sum += x[i];
+    }
   }
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;

@@ -33,16 +33,38 @@ void matmul_fast(ThreadPool& pool, const WeightView& w, const float* x, int64_t 
 // (0 for F32 weights, whose activations are used as they are).
 size_t matmul_fast_scratch_bytes(const WeightView& w, int64_t n_tok);
 
-// y [n_tok, n] = x / rms(x) * weight, per row. y may alias x.
+// exp(x) by the polynomial that llama.cpp's vector softmax and SiLU use
+// (the expf of Arm's optimized routines: below 1.5 ulp of error). The fast
+// path computes with it so that its roundings follow llama.cpp's.
+float exp_poly(float x);
+
+// The roundings of the elementwise ops: `exact` keeps sums in F64 and uses
+// std::exp; `llama` takes llama.cpp's F32 steps (exp_poly, F32 products, the
+// lane order below), so that the fast path rounds activations as it does.
+enum class Numerics { exact, llama };
+
+// Sums of many terms (softmax denominators, attention outputs) run in
+// kSumLanes interleaved lanes, term i in lane i % kSumLanes, then add the
+// lanes as a tree: the order of llama.cpp's 16-wide CPU kernels.
+inline constexpr int kSumLanes = 16;
+float sum_lanes(const float* lanes);  // lanes[kSumLanes], tree order
+
+// sum_i x_i * y_i as llama.cpp's F32 vector dot product: element i in lane
+// i % 64 (fused multiply-adds), the four 16-lane vectors added as (0+2)+(1+3),
+// then sum_lanes; the n % 64 trailing elements one by one after it.
+float dot_f32_wide(const float* x, const float* y, int64_t n);
+
+// y [n_tok, n] = x / rms(x) * weight, per row. y may alias x. Numerics::llama
+// squares in F32 and takes the mean and the scale in F32, as llama.cpp does.
 void rms_norm(ThreadPool& pool, const float* x, const float* weight, int64_t n_tok, int64_t n,
-              float eps, float* y);
+              float eps, float* y, Numerics mode = Numerics::exact);
 
 // x [n_tok, n] += bias [n]
 void add_bias(float* x, const float* bias, int64_t n_tok, int64_t n);
 
 // y [n_tok, n] = silu(gate) * up. y may alias gate.
 void silu_mul(ThreadPool& pool, const float* gate, const float* up, int64_t n_tok, int64_t n,
-              float* y);
+              float* y, Numerics mode = Numerics::exact);
 
 // x [n] += y [n]
 void add_in_place(float* x, const float* y, int64_t n);
@@ -61,14 +83,19 @@ struct RopeParams {
   float beta_fast = 32.0f;
   float beta_slow = 1.0f;
   int64_t n_ctx_orig = 0;
+  // Numerics::llama rotates with a fused multiply-add per output, as
+  // llama.cpp's build (which contracts a*b - c*d) does.
+  Numerics numerics = Numerics::exact;
 };
 inline constexpr int64_t kMaxRopeDims = 512;
 // REQUIRES: p.n_rot even, <= kMaxRopeDims and <= head_dim.
 void rope(const RopeParams& p, float* x, const int32_t* positions, int64_t n_tok,
           int64_t n_heads, int64_t head_dim);
 
-// out [n] = softmax(x [n]) computed in place.
-void softmax_in_place(float* x, int64_t n);
+// out [n] = softmax(x [n]) computed in place. With Numerics::llama the
+// denominator adds kSumLanes-term groups (lane sums in F32) in F64, as
+// llama.cpp's softmax does.
+void softmax_in_place(float* x, int64_t n, Numerics mode = Numerics::exact);
 
 // dst [n] = row `index` of an embedding matrix (dequantized).
 void get_row(const WeightView& w, int64_t index, float* dst);
