@@ -137,7 +137,8 @@ void matvec_row(const typename Fmt<k>::W* w, const typename Fmt<k>::A* a, const 
                 int64_t n_blocks, float* y) {
   using W = typename Fmt<k>::W;
   using A = typename Fmt<k>::A;
-  __m256 c = _mm256_setzero_ps(), ms = c;
+  __m256 c = _mm256_setzero_ps();
+  float ms = 0.0f;
   for (int64_t g = 0; g < n_blocks; g += 8) {
     const int64_t count = std::min<int64_t>(8, n_blocks - g);
     const __m256 da = as.d != nullptr ? _mm256_load_ps(as.d + g) : gather_half8(a + g, offsetof(A, d), count);
@@ -146,8 +147,10 @@ void matvec_row(const typename Fmt<k>::W* w, const typename Fmt<k>::A* a, const 
     alignas(32) float dd[8];
     _mm256_store_ps(dd, _mm256_mul_ps(gather_half8(w + g, offsetof(W, d), count), da));
     if constexpr (has_offset(k)) {
-      const __m256 sa = as.s != nullptr ? _mm256_load_ps(as.s + g) : gather_half8(a + g, offsetof(A, s), count);
-      ms = _mm256_fmadd_ps(gather_half8(w + g, offsetof(W, m), count), sa, ms);
+      alignas(32) float mw[8], sa[8];
+      _mm256_store_ps(sa, as.s != nullptr ? _mm256_load_ps(as.s + g) : gather_half8(a + g, offsetof(A, s), count));
+      _mm256_store_ps(mw, gather_half8(w + g, offsetof(W, m), count));
+      for (int64_t j = 0; j < count; ++j) ms = std::fma(mw[j], sa[j], ms);
     }
     for (int64_t j = 0; j < count; ++j) {
       const __m256i av = loadu(a[g + j].qs);
@@ -157,7 +160,7 @@ void matvec_row(const typename Fmt<k>::W* w, const typename Fmt<k>::A* a, const 
     }
   }
   float v = hsum(c);
-  if constexpr (has_offset(k)) v += hsum(ms);
+  if constexpr (has_offset(k)) v += ms;
   *y = v;
 }
 
@@ -202,7 +205,7 @@ void convert_scales(const Block* blk, int64_t b0, int64_t len, int64_t padded, f
 // One chunk of blocks for a micro-tile. The d scales are stored block-major
 // (the T activations' or R rows' scales of a block side by side, so that the
 // inner loop walks one pointer per side); the Q4_1 offsets row-major, for
-// the 8-block vectors of the offset lanes. The state (accumulators between
+// the scalar chain of offset products. The state (accumulators between
 // chunks) is indexed by the activation's place in its group, then by row.
 template <Kind k, int kRows>
 struct Micro32 {
@@ -257,15 +260,14 @@ struct Micro32 {
       for (int t = 0; t < T; ++t) acc[(tg + t) * kRows + r] = c[r][t];
     }
     if constexpr (has_offset(k)) {
-      const int64_t padded = round_up8(b1 - b0);
       for (int r = 0; r < R; ++r) {
         for (int t = 0; t < T; ++t) {
-          __m256 m = b0 == 0 ? _mm256_setzero_ps() : offsets[(tg + t) * kRows + r];
-          for (int64_t i = 0; i < padded; i += 8) {
-            m = _mm256_fmadd_ps(_mm256_loadu_ps(row_m + r * stride + i),
-                                _mm256_loadu_ps(act_s + (tg + t) * stride + i), m);
+          // One chain in block order, kept in lane 0 (the other lanes stay 0).
+          float m = b0 == 0 ? 0.0f : _mm256_cvtss_f32(offsets[(tg + t) * kRows + r]);
+          for (int64_t i = 0; i < b1 - b0; ++i) {
+            m = std::fma(row_m[r * stride + i], act_s[(tg + t) * stride + i], m);
           }
-          offsets[(tg + t) * kRows + r] = m;
+          offsets[(tg + t) * kRows + r] = _mm256_setr_ps(m, 0, 0, 0, 0, 0, 0, 0);
         }
       }
     }

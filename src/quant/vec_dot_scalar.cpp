@@ -10,7 +10,7 @@
 //     rounding, as vfmadd), one chain per lane in block order;
 //   - reduce() adds the lanes in the tree order of the AVX2 hsum().
 // Per 32-element block (Q4_0, Q4_1, Q8_0): lane += (dw * da) * p.
-// Q4_1 adds sum_b m_b * s_b, kept in 8 more lanes (block b in lane b % 8).
+// Q4_1 adds sum_b m_b * s_b, one fused multiply-add per block in block order.
 // Per 256-element super-block (Q4_K, Q5_K, Q6_K): the int32 lanes collect all
 // sub-blocks times their integer scales, then lane += (da * d) * p and, for
 // the mins, lane += (-da * dmin) * pm, pm[j] = m_j * (bsums[2j] + bsums[2j+1]).
@@ -78,14 +78,15 @@ float dot_q4_0(const void* row, const void* act, int64_t nb) {
 float dot_q4_1(const void* row, const void* act, int64_t nb) {
   const auto* w = static_cast<const BlockQ4_1*>(row);
   const auto* a = static_cast<const BlockQ8_1*>(act);
-  Lanes acc = {}, ms = {};
+  Lanes acc = {};
+  float ms = 0.0f;
   for (int64_t b = 0; b < nb; ++b) {
     int q[kQK];
     nibbles(w[b].qs, 0, q);
     block32(q, a[b].qs, f16_to_f32(w[b].d), f16_to_f32(a[b].d), acc);
-    ms[b % 8] = std::fma(f16_to_f32(w[b].m), f16_to_f32(a[b].s), ms[b % 8]);
+    ms = std::fma(f16_to_f32(w[b].m), f16_to_f32(a[b].s), ms);
   }
-  return reduce(acc) + reduce(ms);
+  return reduce(acc) + ms;
 }
 
 float dot_q8_0(const void* row, const void* act, int64_t nb) {
