@@ -24,6 +24,15 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// Lane i of the result: the sum of the 8 int32 lanes of v[i] (exact, so the
+// order of the additions does not matter).
+COHORT_AVX2_INLINE __m256i hsum8_epi32(const __m256i (&v)[8]) {
+  const __m256i s0123 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  const __m256i s4567 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(s0123, s4567, 0x20),
+                          _mm256_permute2x128_si256(s0123, s4567, 0x31));
+}
+
 inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // Calls micro.template operator()<nr, nt>(r0, t0) with the compile-time

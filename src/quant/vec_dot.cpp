@@ -18,6 +18,10 @@ struct Pairing {
   ActQuantizeFn quantize_avx2;
   TileFn tile_scalar;
   TileFn tile_avx2;
+  TileFn batched_scalar = nullptr;  // Order::batched where it differs
+  TileFn batched_avx2 = nullptr;
+  int64_t min_batch = 0;            // fewest tokens for Order::batched
+  int64_t group = 1;                // Order::batched takes tokens in groups of this
 };
 
 constexpr std::array kPairings = {
@@ -28,11 +32,14 @@ constexpr std::array kPairings = {
     Pairing{TensorType::Q8_0, TensorType::Q8_0, act_quantize_q8_0_scalar, act_quantize_q8_0_avx2,
             tile_q8_0_q8_0_scalar, tile_q8_0_q8_0_avx2},
     Pairing{TensorType::Q4_K, TensorType::Q8_K, act_quantize_q8_k_scalar, act_quantize_q8_k_avx2,
-            tile_q4_k_q8_k_scalar, tile_q4_k_q8_k_avx2},
+            tile_q4_k_q8_k_scalar, tile_q4_k_q8_k_avx2, tile_q4_k_q8_k_batched_scalar,
+            tile_q4_k_q8_k_batched_avx2, 4, 4},
     Pairing{TensorType::Q5_K, TensorType::Q8_K, act_quantize_q8_k_scalar, act_quantize_q8_k_avx2,
-            tile_q5_k_q8_k_scalar, tile_q5_k_q8_k_avx2},
+            tile_q5_k_q8_k_scalar, tile_q5_k_q8_k_avx2, tile_q5_k_q8_k_batched_scalar,
+            tile_q5_k_q8_k_batched_avx2, 8, 1},
     Pairing{TensorType::Q6_K, TensorType::Q8_K, act_quantize_q8_k_scalar, act_quantize_q8_k_avx2,
-            tile_q6_k_q8_k_scalar, tile_q6_k_q8_k_avx2},
+            tile_q6_k_q8_k_scalar, tile_q6_k_q8_k_avx2, tile_q6_k_q8_k_batched_scalar,
+            tile_q6_k_q8_k_batched_avx2, 8, 1},
     Pairing{TensorType::F16, TensorType::F16, act_quantize_f16_scalar, act_quantize_f16_avx2,
             tile_f16_f16_scalar, tile_f16_f16_avx2},
     Pairing{TensorType::BF16, TensorType::BF16, act_quantize_bf16_scalar, act_quantize_bf16_avx2,
@@ -71,6 +78,12 @@ bool use_avx2() { return active_isa() == Isa::avx2; }
 
 bool has_vec_dot(TensorType weight) { return find(weight) != nullptr; }
 
+int64_t order_split(TensorType weight, int64_t n_tok) {
+  const Pairing* p = find(weight);
+  if (p == nullptr || p->batched_scalar == nullptr || n_tok < p->min_batch) return 0;
+  return n_tok - n_tok % p->group;
+}
+
 TensorType activation_type(TensorType weight) { return require(weight).activation; }
 
 size_t activation_row_bytes(TensorType weight, int64_t n) {
@@ -95,7 +108,7 @@ float vec_dot(TensorType weight, const void* row, const void* act, int64_t n) {
 
 void vec_dot_tile(TensorType weight, const void* rows, size_t row_stride, int64_t n_rows,
                   const void* acts, size_t act_stride, int64_t n_acts, int64_t n, float* y,
-                  int64_t y_stride) {
+                  int64_t y_stride, Order order) {
   const Pairing& p = require(weight);
   const int64_t n_blocks = block_count(weight, n);
   if (n_rows <= 0 || n_acts <= 0) return;
@@ -105,8 +118,10 @@ void vec_dot_tile(TensorType weight, const void* rows, size_t row_stride, int64_
     }
     return;
   }
-  (use_avx2() ? p.tile_avx2 : p.tile_scalar)(rows, row_stride, n_rows, acts, act_stride, n_acts,
-                                              n_blocks, y, y_stride);
+  const bool batched = order == Order::batched && p.batched_scalar != nullptr;
+  const TileFn fn = use_avx2() ? (batched ? p.batched_avx2 : p.tile_avx2)
+                               : (batched ? p.batched_scalar : p.tile_scalar);
+  fn(rows, row_stride, n_rows, acts, act_stride, n_acts, n_blocks, y, y_stride);
 }
 
 }  // namespace cohort::quant

@@ -13,12 +13,19 @@
 //   BF16          BF16         F32 (products of two bfloat16 are exact)
 //   F32           F32          F32
 //
-// Every result is defined as an F32 sum in a fixed order (8-lane
-// accumulators, each lane a chain of fused multiply-adds, reduced as a tree;
-// vec_dot_scalar.cpp spells it out), so the scalar and AVX2 paths return the
-// same bits for finite input, and vec_dot_tile() returns the same bits as
-// vec_dot() for every (row, activation) pair whatever the tile shape: a
-// matmul's output for one token does not depend on the other tokens.
+// Every result is defined as an F32 sum in a fixed order, that of
+// llama.cpp's x86 CPU kernel for the weight type (chains of fused
+// multiply-adds, in 8 lanes reduced as a tree or in one chain per dot
+// product; vec_dot_scalar.cpp spells it out), so the scalar and AVX2 paths
+// return the same bits for finite input, and vec_dot_tile() returns the
+// same bits as vec_dot() for every (row, activation) pair whatever the tile
+// shape. Where llama.cpp's order for a K-quant depends on the batch, there
+// are two orders (Order): its repacked Q4_K kernels accumulate differently
+// for tokens it takes 4 at a time (its gemm: the ubatch's tokens before the
+// last n_tok % 4) than for the others (its gemv), and Q5_K/Q6_K matmuls of
+// 8 or more tokens go through its tiled kernel instead of vec_dot.
+// vec_dot_tile() takes the order to follow, and a matmul that reproduces
+// llama.cpp passes Order::batched for the tokens order_split() names.
 //
 // Activation quantization (nearest, ties to even, as ggml's SIMD code):
 // per block of 32 (Q8_0/Q8_1) or 256 (Q8_K) values, amax = max |x|,
@@ -47,6 +54,18 @@ namespace cohort::quant {
 // True where vec_dot() supports `weight` (the table above).
 bool has_vec_dot(TensorType weight);
 
+// Which of llama.cpp's kernels a dot product follows where they differ
+// (Q4_K, Q5_K, Q6_K; the same bits either way for the other types).
+enum class Order {
+  single,   // one token (Q4_K repacked gemv, Q5_K/Q6_K vec_dot)
+  batched,  // part of a batch (Q4_K repacked gemm, Q5_K/Q6_K tiled matmul)
+};
+
+// How many leading tokens of a matmul over n_tok tokens llama.cpp computes
+// in Order::batched (the others: Order::single): Q4_K n_tok - n_tok % 4,
+// Q5_K/Q6_K n_tok if n_tok >= 8, else (and for the other types) 0.
+int64_t order_split(TensorType weight, int64_t n_tok);
+
 // The activation type ggml pairs with `weight` (first table column -> second).
 TensorType activation_type(TensorType weight);
 
@@ -61,13 +80,13 @@ float vec_dot(TensorType weight, const void* row, const void* act, int64_t n);
 
 // A tile of dot products: for r < n_rows and t < n_acts,
 //   y[t * y_stride + r] = vec_dot(weight, rows + r * row_stride, acts + t * act_stride, n)
-// bit for bit, but computed in register blocks that reuse each loaded weight
+// bit for bit (with `order`; vec_dot() is Order::single), but computed in register blocks that reuse each loaded weight
 // block for several activation rows (n_acts == 1 is a matvec: the rows are
 // streamed one by one). Rows and activations of one call should fit in L2
 // together (a few hundred KiB) for the reuse to pay. Uses up to 48 KiB of
 // stack for block scales converted to F32.
 void vec_dot_tile(TensorType weight, const void* rows, size_t row_stride, int64_t n_rows,
                   const void* acts, size_t act_stride, int64_t n_acts, int64_t n, float* y,
-                  int64_t y_stride);
+                  int64_t y_stride, Order order = Order::single);
 
 }  // namespace cohort::quant

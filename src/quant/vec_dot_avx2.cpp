@@ -4,8 +4,12 @@
 // Per (row, activation, block) the work is vpmaddubsw, vpmaddwd, vcvtdq2ps
 // and one vfmadd with the product of the two block scales (plus one op for
 // the signs of Q8_0 or the offset 8 of Q4_0); the order of F32 operations is
-// the one vec_dot_scalar.cpp defines. What differs between the two paths
-// below is only how the f16 scales reach the registers:
+// the one vec_dot_scalar.cpp defines. Q4_0 keeps one chain per pair over
+// whole-block sums: the int32 lanes of 8 pairs (a micro-tile) or of 8
+// blocks (a matvec row) are summed side by side (hsum8_epi32) before the
+// F32 step, one vfmadd for the 8 pairs, or 8 scalar FMAs for the row. What
+// differs between the two paths below is only how the f16 scales reach the
+// registers:
 //
 //  - One activation (a matvec, and vec_dot()): one row at a time, blocks in
 //    groups of 8; the group's 8 scales of the row and of the activation are
@@ -51,6 +55,9 @@ template <> struct Fmt<Kind::q8_0> { using W = BlockQ8_0; using A = BlockQ8_0; }
 
 // Q4_1 x Q8_1 adds sum_b m_b * s_b in 8 more lanes (block b in lane b % 8).
 constexpr bool has_offset(Kind k) { return k == Kind::q4_1; }
+// Q4_0 keeps one F32 chain per (row, activation) over whole-block integer
+// sums (llama.cpp's repacked Q4_0 kernels); the others 8 lanes per pair.
+constexpr bool one_chain(Kind k) { return k == Kind::q4_0; }
 
 constexpr int64_t kChunk = 512;            // blocks (16384 elements) per chunk of a row
 constexpr int64_t kActScaleFloats = 8192;  // 32 KiB of activation scales per group
@@ -77,7 +84,7 @@ COHORT_AVX2_INLINE __m256i weight_bytes(const typename Fmt<k>::W& b) {
 // int32 lanes, as floats. For Q8_0, wabs = |w| (vpmaddubsw wants one operand
 // unsigned; the signs move to a); for Q4_0, eight_a = the pairs of 8 * a.
 template <Kind k>
-COHORT_AVX2_INLINE __m256 lanes(__m256i w, __m256i wabs, __m256i av, __m256i eight_a) {
+COHORT_AVX2_INLINE __m256i ilanes(__m256i w, __m256i wabs, __m256i av, __m256i eight_a) {
   __m256i p16;
   if constexpr (k == Kind::q8_0) {
     p16 = _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(av, w));
@@ -85,7 +92,12 @@ COHORT_AVX2_INLINE __m256 lanes(__m256i w, __m256i wabs, __m256i av, __m256i eig
     p16 = _mm256_maddubs_epi16(w, av);
   }
   if constexpr (k == Kind::q4_0) p16 = _mm256_sub_epi16(p16, eight_a);
-  return _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+  return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+
+template <Kind k>
+COHORT_AVX2_INLINE __m256 lanes(__m256i w, __m256i wabs, __m256i av, __m256i eight_a) {
+  return _mm256_cvtepi32_ps(ilanes<k>(w, wabs, av, eight_a));
 }
 
 template <Kind k>
@@ -138,7 +150,7 @@ void matvec_row(const typename Fmt<k>::W* w, const typename Fmt<k>::A* a, const 
   using W = typename Fmt<k>::W;
   using A = typename Fmt<k>::A;
   __m256 c = _mm256_setzero_ps();
-  float ms = 0.0f;
+  float ms = 0.0f, chain = 0.0f;
   for (int64_t g = 0; g < n_blocks; g += 8) {
     const int64_t count = std::min<int64_t>(8, n_blocks - g);
     const __m256 da = as.d != nullptr ? _mm256_load_ps(as.d + g) : gather_half8(a + g, offsetof(A, d), count);
@@ -152,12 +164,32 @@ void matvec_row(const typename Fmt<k>::W* w, const typename Fmt<k>::A* a, const 
       _mm256_store_ps(mw, gather_half8(w + g, offsetof(W, m), count));
       for (int64_t j = 0; j < count; ++j) ms = std::fma(mw[j], sa[j], ms);
     }
+    if constexpr (one_chain(k)) {
+      // The group's whole-block sums side by side, then the chain block by block.
+      __m256i p[8];
+      for (int64_t j = 0; j < 8; ++j) {
+        if (j < count) {
+          const __m256i av = loadu(a[g + j].qs);
+          p[j] = ilanes<k>(weight_bytes<k>(w[g + j]), __m256i{}, av, eight_times<k>(av));
+        } else {
+          p[j] = _mm256_setzero_si256();
+        }
+      }
+      alignas(32) float sums[8];
+      _mm256_store_ps(sums, _mm256_cvtepi32_ps(hsum8_epi32(p)));
+      for (int64_t j = 0; j < count; ++j) chain = std::fma(sums[j], dd[j], chain);
+      continue;
+    }
     for (int64_t j = 0; j < count; ++j) {
       const __m256i av = loadu(a[g + j].qs);
       const __m256i wq = weight_bytes<k>(w[g + j]);
       const __m256i wabs = k == Kind::q8_0 ? _mm256_sign_epi8(wq, wq) : wq;
       c = _mm256_fmadd_ps(_mm256_broadcast_ss(&dd[j]), lanes<k>(wq, wabs, av, eight_times<k>(av)), c);
     }
+  }
+  if constexpr (one_chain(k)) {
+    *y = chain;
+    return;
   }
   float v = hsum(c);
   if constexpr (has_offset(k)) v += ms;
@@ -209,6 +241,7 @@ void convert_scales(const Block* blk, int64_t b0, int64_t len, int64_t padded, f
 // chunks) is indexed by the activation's place in its group, then by row.
 template <Kind k, int kRows>
 struct Micro32 {
+  static_assert(!one_chain(k) || kRows == 2);
   using W = typename Fmt<k>::W;
   using A = typename Fmt<k>::A;
 
@@ -227,6 +260,53 @@ struct Micro32 {
   __m256* acc;          // [group][kRows]; read unless b0 == 0
   __m256* offsets;      // [group][kRows], Q4_1 only
 
+  // Q4_0: one chain per pair, the 2 x 4 pairs of a micro-tile in the lanes
+  // of one vector (lane 2t + r). Per block, the pairs' whole-block integer
+  // sums side by side (hsum8_epi32), times dw * da. Between chunks a pair's
+  // chain is parked in lane 0 of its state vector.
+  template <int R, int T>
+  COHORT_AVX2_INLINE void chains(const W* const* w, const A* const* a, int64_t tg) const {
+    alignas(32) float init[8] = {};
+    if (b0 != 0) {
+      for (int r = 0; r < R; ++r) {
+        for (int t = 0; t < T; ++t) init[2 * t + r] = _mm256_cvtss_f32(acc[(tg + t) * kRows + r]);
+      }
+    }
+    __m256 c = _mm256_load_ps(init);
+    const float* ad = act_d + tg;
+    const float* rd = row_d;
+    for (int64_t b = b0; b < b1; ++b, ad += group, rd += kRows) {
+      __m256i wq[R];
+      for (int r = 0; r < R; ++r) wq[r] = weight_bytes<k>(w[r][b]);
+      __m256i p[8];
+      for (__m256i& v : p) v = _mm256_setzero_si256();
+      for (int t = 0; t < T; ++t) {
+        const __m256i av = loadu(a[t][b].qs);
+        const __m256i eight_a = eight_times<k>(av);
+        for (int r = 0; r < R; ++r) p[2 * t + r] = ilanes<k>(wq[r], wq[r], av, eight_a);
+      }
+      __m256 dd;
+      if constexpr (R == 2 && T == 4) {
+        const __m256 rows2 = _mm256_castpd_ps(_mm256_broadcast_sd(reinterpret_cast<const double*>(rd)));
+        const __m256 acts4 = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(ad)),
+                                                      _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
+        dd = _mm256_mul_ps(rows2, acts4);
+      } else {
+        alignas(32) float prod[8] = {};
+        for (int t = 0; t < T; ++t) {
+          for (int r = 0; r < R; ++r) prod[2 * t + r] = rd[r] * ad[t];
+        }
+        dd = _mm256_load_ps(prod);
+      }
+      c = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum8_epi32(p)), dd, c);
+    }
+    alignas(32) float out[8];
+    _mm256_store_ps(out, c);
+    for (int r = 0; r < R; ++r) {
+      for (int t = 0; t < T; ++t) acc[(tg + t) * kRows + r] = _mm256_setr_ps(out[2 * t + r], 0, 0, 0, 0, 0, 0, 0);
+    }
+  }
+
   template <int R, int T>
   void operator()(int64_t r0, int64_t t0) const {
     const W* w[R];
@@ -234,6 +314,10 @@ struct Micro32 {
     for (int r = 0; r < R; ++r) w[r] = row_at<W>(rows, row_stride, r0 + r);
     for (int t = 0; t < T; ++t) a[t] = row_at<A>(acts, act_stride, t0 + t);
     const int64_t tg = t0 - t_group;
+    if constexpr (one_chain(k)) {
+      chains<R, T>(w, a, tg);
+      return;
+    }
     __m256 c[R][T];
     for (int r = 0; r < R; ++r) {
       for (int t = 0; t < T; ++t) c[r][t] = b0 == 0 ? _mm256_setzero_ps() : acc[(tg + t) * kRows + r];
@@ -319,7 +403,7 @@ void tile32_groups(const void* rows, size_t row_stride, int64_t n_rows, const vo
       }
       for (int64_t t = ta; t < tb; ++t) {
         for (int r = 0; r < nr; ++r) {
-          float v = hsum(acc[(t - ta) * R + r]);
+          float v = one_chain(k) ? _mm256_cvtss_f32(acc[(t - ta) * R + r]) : hsum(acc[(t - ta) * R + r]);
           if constexpr (kOffset) v += hsum(offsets[(t - ta) * R + r]);
           y[t * y_stride + r0 + r] = v;
         }

@@ -6,8 +6,12 @@
 // to int16 pairs), vpmaddwd with the group's integer scale (int32 lanes of
 // 4 elements), vpaddd into the super-block's int32 lanes. The mins (Q4_K,
 // Q5_K) and the offset -32 (Q6_K) come from the activations' bsums through
-// one more vpmaddwd. Then two F32 steps per super-block, in the order
-// vec_dot_scalar.cpp defines. All integer sums are exact.
+// one more vpmaddwd. Then the F32 steps per super-block, in the order
+// vec_dot_scalar.cpp defines (llama.cpp's): Q6_K one FMA per lane; Q5_K one
+// per lane plus one on the pair's chain of mins; Q4_K two on the pair's two
+// chains of whole-super-block sums. A pair's whole sums are found for the
+// up to 8 pairs of a micro-tile at once (hsum8_epi32), pair (r, t) in lane
+// 2t + r, and its chains live in that lane. All integer sums are exact.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -124,9 +128,32 @@ COHORT_AVX2_INLINE __m256i group_bytes(const typename Fmt<k>::W& b, const RowSca
   }
 }
 
-template <Kind k>
+// m[s] lane p: lanes 2s and 2s + 1 of pm[p] added (the mins of sub-blocks
+// 2s and 2s + 1 of pair p), for s = 0..3.
+COHORT_AVX2_INLINE void sum_lane_pairs(const __m256i (&pm)[8], __m256i (&m)[4]) {
+  // hadd: [p s0, p s1, p' s0, p' s1 | p s2, p s3, p' s2, p' s3]; the shuffle
+  // puts the pairs side by side: [p s0, p' s0, p s1, p' s1 | ...s2, ...s3].
+  auto two = [](__m256i x, __m256i y) COHORT_AVX2_LAMBDA_INLINE {
+    return _mm256_shuffle_epi32(_mm256_hadd_epi32(x, y), _MM_SHUFFLE(3, 1, 2, 0));
+  };
+  const __m256i h01 = two(pm[0], pm[1]), h23 = two(pm[2], pm[3]);
+  const __m256i h45 = two(pm[4], pm[5]), h67 = two(pm[6], pm[7]);
+  const __m256i a = _mm256_unpacklo_epi64(h01, h23), b = _mm256_unpackhi_epi64(h01, h23);  // 0-3
+  const __m256i c = _mm256_unpacklo_epi64(h45, h67), d = _mm256_unpackhi_epi64(h45, h67);  // 4-7
+  m[0] = _mm256_permute2x128_si256(a, c, 0x20);
+  m[1] = _mm256_permute2x128_si256(b, d, 0x20);
+  m[2] = _mm256_permute2x128_si256(a, c, 0x31);
+  m[3] = _mm256_permute2x128_si256(b, d, 0x31);
+}
+
+// kBatched: the order of llama.cpp's batch kernels (Order::batched). Q4_K
+// (its 4-token gemm): the chains step after every two sub-blocks instead of
+// once per super-block. Q5_K, Q6_K (its tiled matmul): one chain per pair,
+// chain += r * da with r = P * d (- dmin * M, fused).
+template <Kind k, bool kBatched = false>
 struct MicroK {
   using W = typename Fmt<k>::W;
+  static constexpr bool kTiled = kBatched && k != Kind::q4_k;
 
   const void* rows;
   size_t row_stride;
@@ -142,10 +169,13 @@ struct MicroK {
     const BlockQ8_K* a[T];
     for (int r = 0; r < R; ++r) w[r] = row_at<W>(rows, row_stride, r0 + r);
     for (int t = 0; t < T; ++t) a[t] = row_at<BlockQ8_K>(acts, act_stride, t0 + t);
+    static_assert(R <= 2 && T <= 4);
     __m256 acc[R][T];
     for (int r = 0; r < R; ++r) {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
     }
+    // Q4_K: the chains of sums and of mins; Q5_K: the chains of mins.
+    __m256 chain = _mm256_setzero_ps(), chain_min = _mm256_setzero_ps();
     for (int64_t b = 0; b < n_blocks; ++b) {
       RowScales s[R];
       for (int r = 0; r < R; ++r) {
@@ -155,6 +185,7 @@ struct MicroK {
       for (int r = 0; r < R; ++r) {
         for (int t = 0; t < T; ++t) sum[r][t] = _mm256_setzero_si256();
       }
+      [[maybe_unused]] __m256i step_sums[4];  // Q4_K kBatched: per pair, the sums of sub-blocks 2s, 2s + 1
       static_for<8>([&](auto v) COHORT_AVX2_LAMBDA_INLINE {
         __m256i q[R];
         for (int r = 0; r < R; ++r) q[r] = group_bytes<k, v>(w[r][b], s[r]);
@@ -165,33 +196,88 @@ struct MicroK {
             sum[r][t] = _mm256_add_epi32(sum[r][t], p);
           }
         }
+        if constexpr (kBatched && k == Kind::q4_k && v % 2 == 1) {
+          __m256i whole[8];
+          for (__m256i& x : whole) x = _mm256_setzero_si256();
+          for (int r = 0; r < R; ++r) {
+            for (int t = 0; t < T; ++t) {
+              whole[2 * t + r] = sum[r][t];
+              sum[r][t] = _mm256_setzero_si256();
+            }
+          }
+          step_sums[v / 2] = hsum8_epi32(whole);
+        }
       });
+      __m256i whole[8], mins[8];  // per pair (lane 2t + r): the lanes to sum
+      alignas(32) float dd[8] = {}, dm[8] = {}, da[8] = {};
+      for (int v = 0; v < 8; ++v) whole[v] = mins[v] = _mm256_setzero_si256();
       for (int t = 0; t < T; ++t) {
         const __m256i bsums = loadu(a[t][b].bsums);
         const float ad = a[t][b].d;
         for (int r = 0; r < R; ++r) {
           const __m256i pm = _mm256_madd_epi16(s[r].bsum, bsums);
-          if constexpr (k == Kind::q6_k) {
+          if constexpr (kTiled) {  // dd, dm: the row's d, dmin
+            whole[2 * t + r] = k == Kind::q6_k ? _mm256_sub_epi32(sum[r][t], _mm256_slli_epi32(pm, 5)) : sum[r][t];
+            mins[2 * t + r] = pm;
+            dd[2 * t + r] = s[r].d;
+            dm[2 * t + r] = s[r].dmin;
+            da[2 * t + r] = ad;
+          } else if constexpr (k == Kind::q6_k) {
             const __m256i p = _mm256_sub_epi32(sum[r][t], _mm256_slli_epi32(pm, 5));
             acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(s[r].d * ad), _mm256_cvtepi32_ps(p), acc[r][t]);
+          } else if constexpr (k == Kind::q5_k) {
+            acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(ad * s[r].d), _mm256_cvtepi32_ps(sum[r][t]), acc[r][t]);
+            mins[2 * t + r] = pm;
+            dm[2 * t + r] = -ad * s[r].dmin;
           } else {
-            const float dd = ad * s[r].d, dm = -ad * s[r].dmin;
-            acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(sum[r][t]), acc[r][t]);
-            acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dm), _mm256_cvtepi32_ps(pm), acc[r][t]);
+            whole[2 * t + r] = sum[r][t];
+            mins[2 * t + r] = pm;
+            dd[2 * t + r] = s[r].d * ad;
+            dm[2 * t + r] = s[r].dmin * ad;
           }
         }
       }
+      if constexpr (kTiled) {
+        __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(hsum8_epi32(whole)), _mm256_load_ps(dd));
+        if constexpr (k == Kind::q5_k) {
+          v = _mm256_fnmadd_ps(_mm256_load_ps(dm), _mm256_cvtepi32_ps(hsum8_epi32(mins)), v);
+        }
+        chain = _mm256_fmadd_ps(v, _mm256_load_ps(da), chain);
+      } else if constexpr (k == Kind::q5_k) {
+        chain_min = _mm256_fmadd_ps(_mm256_load_ps(dm), _mm256_cvtepi32_ps(hsum8_epi32(mins)), chain_min);
+      } else if constexpr (kBatched) {
+        __m256i m[4];
+        sum_lane_pairs(mins, m);
+        const __m256 vd = _mm256_load_ps(dd), vm = _mm256_load_ps(dm);
+        for (int i = 0; i < 4; ++i) {
+          chain = _mm256_fmadd_ps(_mm256_cvtepi32_ps(step_sums[i]), vd, chain);
+          chain_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m[i]), vm, chain_min);
+        }
+      } else if constexpr (k == Kind::q4_k) {
+        chain = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum8_epi32(whole)), _mm256_load_ps(dd), chain);
+        chain_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum8_epi32(mins)), _mm256_load_ps(dm), chain_min);
+      }
     }
+    alignas(32) float c[8], cm[8];
+    _mm256_store_ps(c, chain);
+    _mm256_store_ps(cm, chain_min);
     for (int r = 0; r < R; ++r) {
-      for (int t = 0; t < T; ++t) y[(t0 + t) * y_stride + r0 + r] = hsum(acc[r][t]);
+      for (int t = 0; t < T; ++t) {
+        float v;
+        if constexpr (kTiled) v = c[2 * t + r];
+        else if constexpr (k == Kind::q4_k) v = c[2 * t + r] - cm[2 * t + r];
+        else if constexpr (k == Kind::q5_k) v = hsum(acc[r][t]) + cm[2 * t + r];
+        else v = hsum(acc[r][t]);
+        y[(t0 + t) * y_stride + r0 + r] = v;
+      }
     }
   }
 };
 
-template <Kind k>
+template <Kind k, bool kBatched = false>
 void tile_k(const void* rows, size_t row_stride, int64_t n_rows, const void* acts,
             size_t act_stride, int64_t n_acts, int64_t n_blocks, float* y, int64_t y_stride) {
-  MicroK<k> micro{rows, row_stride, acts, act_stride, n_blocks, y, y_stride};
+  MicroK<k, kBatched> micro{rows, row_stride, acts, act_stride, n_blocks, y, y_stride};
   if (n_acts == 1) {
     // A matvec: row by row, which streams a matrix from memory faster than
     // interleaved rows (see vec_dot_avx2.cpp).
@@ -211,16 +297,34 @@ void tile_q4_k_q8_k_avx2(const void* rows, size_t row_stride, int64_t n_rows, co
   tile_k<Kind::q4_k>(rows, row_stride, n_rows, acts, act_stride, n_acts, n_blocks, y, y_stride);
 }
 
+void tile_q4_k_q8_k_batched_avx2(const void* rows, size_t row_stride, int64_t n_rows, const void* acts,
+                              size_t act_stride, int64_t n_acts, int64_t n_blocks, float* y,
+                              int64_t y_stride) {
+  tile_k<Kind::q4_k, true>(rows, row_stride, n_rows, acts, act_stride, n_acts, n_blocks, y, y_stride);
+}
+
 void tile_q5_k_q8_k_avx2(const void* rows, size_t row_stride, int64_t n_rows, const void* acts,
                          size_t act_stride, int64_t n_acts, int64_t n_blocks, float* y,
                          int64_t y_stride) {
   tile_k<Kind::q5_k>(rows, row_stride, n_rows, acts, act_stride, n_acts, n_blocks, y, y_stride);
 }
 
+void tile_q5_k_q8_k_batched_avx2(const void* rows, size_t row_stride, int64_t n_rows, const void* acts,
+                                 size_t act_stride, int64_t n_acts, int64_t n_blocks, float* y,
+                                 int64_t y_stride) {
+  tile_k<Kind::q5_k, true>(rows, row_stride, n_rows, acts, act_stride, n_acts, n_blocks, y, y_stride);
+}
+
 void tile_q6_k_q8_k_avx2(const void* rows, size_t row_stride, int64_t n_rows, const void* acts,
                          size_t act_stride, int64_t n_acts, int64_t n_blocks, float* y,
                          int64_t y_stride) {
   tile_k<Kind::q6_k>(rows, row_stride, n_rows, acts, act_stride, n_acts, n_blocks, y, y_stride);
+}
+
+void tile_q6_k_q8_k_batched_avx2(const void* rows, size_t row_stride, int64_t n_rows, const void* acts,
+                                 size_t act_stride, int64_t n_acts, int64_t n_blocks, float* y,
+                                 int64_t y_stride) {
+  tile_k<Kind::q6_k, true>(rows, row_stride, n_rows, acts, act_stride, n_acts, n_blocks, y, y_stride);
 }
 
 }  // namespace cohort::quant::kernels

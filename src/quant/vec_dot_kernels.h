@@ -58,8 +58,11 @@ COHORT_TILE_KERNEL(tile_q4_0_q8_0_scalar);
 COHORT_TILE_KERNEL(tile_q4_1_q8_1_scalar);
 COHORT_TILE_KERNEL(tile_q8_0_q8_0_scalar);
 COHORT_TILE_KERNEL(tile_q4_k_q8_k_scalar);
+COHORT_TILE_KERNEL(tile_q4_k_q8_k_batched_scalar);  // Order::batched
 COHORT_TILE_KERNEL(tile_q5_k_q8_k_scalar);
+COHORT_TILE_KERNEL(tile_q5_k_q8_k_batched_scalar);
 COHORT_TILE_KERNEL(tile_q6_k_q8_k_scalar);
+COHORT_TILE_KERNEL(tile_q6_k_q8_k_batched_scalar);
 COHORT_TILE_KERNEL(tile_f16_f16_scalar);
 COHORT_TILE_KERNEL(tile_bf16_bf16_scalar);
 COHORT_TILE_KERNEL(tile_f32_f32_scalar);
@@ -69,8 +72,11 @@ COHORT_TILE_KERNEL(tile_q4_0_q8_0_avx2);
 COHORT_TILE_KERNEL(tile_q4_1_q8_1_avx2);
 COHORT_TILE_KERNEL(tile_q8_0_q8_0_avx2);
 COHORT_TILE_KERNEL(tile_q4_k_q8_k_avx2);
+COHORT_TILE_KERNEL(tile_q4_k_q8_k_batched_avx2);  // Order::batched
 COHORT_TILE_KERNEL(tile_q5_k_q8_k_avx2);
+COHORT_TILE_KERNEL(tile_q5_k_q8_k_batched_avx2);
 COHORT_TILE_KERNEL(tile_q6_k_q8_k_avx2);
+COHORT_TILE_KERNEL(tile_q6_k_q8_k_batched_avx2);
 COHORT_TILE_KERNEL(tile_f16_f16_avx2);
 COHORT_TILE_KERNEL(tile_bf16_bf16_avx2);
 COHORT_TILE_KERNEL(tile_f32_f32_avx2);

@@ -1,19 +1,37 @@
 // Reference integer dot products: the definition of every vec_dot() result.
 //
-// The order of F32 operations is that of the AVX2 kernels, written out with
-// arrays instead of registers:
-//   - Integer products are summed exactly in int32, 4 neighbouring elements
-//     per lane: lane j of a 32-element group holds elements 4j..4j+3 (what
-//     vpmaddubsw + vpmaddwd produce). Values stay far below 2^24, so their
-//     conversion to F32 is exact.
-//   - 8 F32 lanes accumulate with fused multiply-adds (std::fma: one
-//     rounding, as vfmadd), one chain per lane in block order;
-//   - reduce() adds the lanes in the tree order of the AVX2 hsum().
-// Per 32-element block (Q4_0, Q4_1, Q8_0): lane += (dw * da) * p.
-// Q4_1 adds sum_b m_b * s_b, one fused multiply-add per block in block order.
-// Per 256-element super-block (Q4_K, Q5_K, Q6_K): the int32 lanes collect all
-// sub-blocks times their integer scales, then lane += (da * d) * p and, for
-// the mins, lane += (-da * dmin) * pm, pm[j] = m_j * (bsums[2j] + bsums[2j+1]).
+// The order of F32 operations is that of llama.cpp's x86 CPU backend for
+// each weight type (as built with AVX2 or AVX-512, FMA contraction on), and
+// the AVX2 kernels compute it too; written out here with arrays instead of
+// registers:
+//   - Integer products are summed exactly in int32. Values stay far below
+//     2^24, so their conversion to F32 is exact. Where a lane layout
+//     matters, lane j of a 32-element group holds elements 4j..4j+3 (what
+//     vpmaddubsw + vpmaddwd produce).
+//   - F32 accumulators are chains of fused multiply-adds (std::fma: one
+//     rounding, as vfmadd) in block order; reduce() adds 8 lanes in the tree
+//     order of the AVX2 hsum().
+// Q8_0, Q4_1 (ggml's vec_dot and tinyBLAS): per 32-element block,
+// lane += (dw * da) * p in 8 lanes; Q4_1 adds sum_b m_b * s_b, one fused
+// multiply-add per block in block order, after the reduction.
+// Q4_0 (ggml's repacked q4_0_8x8 gemv/gemm): one chain per dot product,
+// acc += p * (dw * da) with p the block's whole integer sum.
+// In what follows P is an integer sum of sub-blocks times their scales (Q6_K:
+// with the offset -32 folded in through the bsums) and M the matching sum of
+// mins m_j * (bsums[2j] + bsums[2j+1]); d, dmin are the weight's scales, da
+// the activation's.
+// Q4_K (repacked q4_K_8x8 gemv/gemm): two chains per dot product,
+// acc += P * (d * da) and accm += M * (dmin * da), result acc - accm. The
+// 1-token gemv (Order::single) steps once per super-block (P, M over all 8
+// sub-blocks), the 4-token gemm (Order::batched) four times, over
+// sub-blocks 2s and 2s + 1 for s = 0..3.
+// Q5_K, Order::single (ggml_vec_dot_q5_K_q8_K): 8 lanes, lane += (da * d) * p
+// per super-block, and one chain summs += (-da * dmin) * M; result
+// reduce(lanes) + summs.
+// Q6_K, Order::single (ggml_vec_dot_q6_K_q8_K): 8 lanes, lane += (d * da) * p.
+// Q5_K, Q6_K, Order::batched (the tiled K-quant matmul, batches of >= 8
+// tokens): one chain, acc += r * da per super-block, r = P * d rounded, then
+// for Q5_K r = r - dmin * M fused.
 // Floats (F32, F16, BF16): element i goes to lane i % 8 of accumulator
 // (i / 8) % 2 (lane += w * a); the two accumulators are added lane by lane
 // before the reduction, and the n % 8 trailing elements one by one after it.
@@ -66,13 +84,15 @@ void nibbles(const uint8_t* qs, int offset, int* w) {
 float dot_q4_0(const void* row, const void* act, int64_t nb) {
   const auto* w = static_cast<const BlockQ4_0*>(row);
   const auto* a = static_cast<const BlockQ8_0*>(act);
-  Lanes acc = {};
+  float acc = 0.0f;
   for (int64_t b = 0; b < nb; ++b) {
     int q[kQK];
     nibbles(w[b].qs, 8, q);
-    block32(q, a[b].qs, f16_to_f32(w[b].d), f16_to_f32(a[b].d), acc);
+    int p = 0;
+    for (int i = 0; i < kQK; ++i) p += q[i] * a[b].qs[i];
+    acc = std::fma(static_cast<float>(p), f16_to_f32(w[b].d) * f16_to_f32(a[b].d), acc);
   }
-  return reduce(acc);
+  return acc;
 }
 
 float dot_q4_1(const void* row, const void* act, int64_t nb) {
@@ -101,42 +121,52 @@ float dot_q8_0(const void* row, const void* act, int64_t nb) {
   return reduce(acc);
 }
 
-// Q4_K/Q5_K: one super-block, given its 256 values q (0..31) in element order.
-void k_superblock(const int* q, const uint8_t* scales, float d, float dmin, const BlockQ8_K& a,
-                  Lanes acc) {
-  int p[8] = {}, pm[8];
+// Q4_K/Q5_K: the integer sums of one super-block, given its 256 values q
+// (0..31) in element order: lanes p (sub-blocks times their scales) and the
+// mins term M = sum_j m_j * (bsums[2j] + bsums[2j+1]).
+int k_superblock(const int* q, const uint8_t* scales, const BlockQ8_K& a, int* p) {
+  int pm = 0;
   for (int j = 0; j < 8; ++j) {
     uint8_t sc = 0, m = 0;
     unpack_scale_min(scales, j, sc, m);
     dot_lanes32(q + 32 * j, a.qs + 32 * j, sc, p);
-    pm[j] = m * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
+    pm += m * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
   }
-  const float dd = a.d * d, dm = -a.d * dmin;
-  for (int j = 0; j < 8; ++j) {
-    acc[j] = std::fma(dd, static_cast<float>(p[j]), acc[j]);
-    acc[j] = std::fma(dm, static_cast<float>(pm[j]), acc[j]);
-  }
+  return pm;
 }
 
+template <bool kGemm>
 float dot_q4_k(const void* row, const void* act, int64_t nb) {
   const auto* w = static_cast<const BlockQ4_K*>(row);
   const auto* a = static_cast<const BlockQ8_K*>(act);
-  Lanes acc = {};
+  constexpr int kSteps = kGemm ? 4 : 1, kPer = 8 / kSteps;  // sub-blocks per step
+  float acc = 0.0f, accm = 0.0f;
   for (int64_t b = 0; b < nb; ++b) {
-    int q[kQKK];
-    for (int i = 0; i < kQKK; ++i) {  // sub-block j: nibble j % 2 of qs[32 (j / 2) + i % 32]
-      const int j = i / 32;
-      q[i] = (w[b].qs[32 * (j / 2) + i % 32] >> (4 * (j % 2))) & 0xF;
+    const float dd = f16_to_f32(w[b].d) * a[b].d, dm = f16_to_f32(w[b].dmin) * a[b].d;
+    for (int step = 0; step < kSteps; ++step) {
+      int p = 0, pm = 0;
+      for (int j = kPer * step; j < kPer * step + kPer; ++j) {  // nibble j % 2 of qs[32 (j / 2) + i]
+        uint8_t sc = 0, m = 0;
+        unpack_scale_min(w[b].scales, j, sc, m);
+        int s = 0;
+        for (int i = 0; i < 32; ++i) {
+          s += ((w[b].qs[32 * (j / 2) + i] >> (4 * (j % 2))) & 0xF) * a[b].qs[32 * j + i];
+        }
+        p += sc * s;
+        pm += m * (a[b].bsums[2 * j] + a[b].bsums[2 * j + 1]);
+      }
+      acc = std::fma(static_cast<float>(p), dd, acc);
+      accm = std::fma(static_cast<float>(pm), dm, accm);
     }
-    k_superblock(q, w[b].scales, f16_to_f32(w[b].d), f16_to_f32(w[b].dmin), a[b], acc);
   }
-  return reduce(acc);
+  return acc - accm;
 }
 
 float dot_q5_k(const void* row, const void* act, int64_t nb) {
   const auto* w = static_cast<const BlockQ5_K*>(row);
   const auto* a = static_cast<const BlockQ8_K*>(act);
   Lanes acc = {};
+  float summs = 0.0f;
   for (int64_t b = 0; b < nb; ++b) {
     int q[kQKK];
     for (int i = 0; i < kQKK; ++i) {
@@ -144,11 +174,38 @@ float dot_q5_k(const void* row, const void* act, int64_t nb) {
       q[i] = ((w[b].qs[32 * (j / 2) + i % 32] >> (4 * (j % 2))) & 0xF) |
              (((w[b].qh[i % 32] >> j) & 1) << 4);
     }
-    k_superblock(q, w[b].scales, f16_to_f32(w[b].d), f16_to_f32(w[b].dmin), a[b], acc);
+    int p[8] = {};
+    const int pm = k_superblock(q, w[b].scales, a[b], p);
+    const float d = a[b].d * f16_to_f32(w[b].d), dmin = -a[b].d * f16_to_f32(w[b].dmin);
+    summs = std::fma(dmin, static_cast<float>(pm), summs);
+    for (int j = 0; j < 8; ++j) acc[j] = std::fma(d, static_cast<float>(p[j]), acc[j]);
   }
-  return reduce(acc);
+  return reduce(acc) + summs;
 }
 
+float dot_q5_k_tiled(const void* row, const void* act, int64_t nb) {
+  const auto* w = static_cast<const BlockQ5_K*>(row);
+  const auto* a = static_cast<const BlockQ8_K*>(act);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    int q[kQKK];
+    for (int i = 0; i < kQKK; ++i) {
+      const int j = i / 32;
+      q[i] = ((w[b].qs[32 * (j / 2) + i % 32] >> (4 * (j % 2))) & 0xF) |
+             (((w[b].qh[i % 32] >> j) & 1) << 4);
+    }
+    int p[8] = {};
+    const int pm = k_superblock(q, w[b].scales, a[b], p);
+    int total = 0;
+    for (const int v : p) total += v;
+    float v = static_cast<float>(total) * f16_to_f32(w[b].d);
+    v = std::fma(-f16_to_f32(w[b].dmin), static_cast<float>(pm), v);
+    acc = std::fma(v, a[b].d, acc);
+  }
+  return acc;
+}
+
+template <bool kTiled>
 float dot_q6_k(const void* row, const void* act, int64_t nb) {
   const auto* w = static_cast<const BlockQ6_K*>(row);
   const auto* a = static_cast<const BlockQ8_K*>(act);
@@ -173,10 +230,16 @@ float dot_q6_k(const void* row, const void* act, int64_t nb) {
       p[j] -= 32 * (w[b].scales[2 * j] * a[b].bsums[2 * j] +
                     w[b].scales[2 * j + 1] * a[b].bsums[2 * j + 1]);
     }
-    const float d = f16_to_f32(w[b].d) * a[b].d;
-    for (int j = 0; j < 8; ++j) acc[j] = std::fma(d, static_cast<float>(p[j]), acc[j]);
+    if constexpr (kTiled) {  // one chain, kept in acc[0]
+      int total = 0;
+      for (const int v : p) total += v;
+      acc[0] = std::fma(static_cast<float>(total) * f16_to_f32(w[b].d), a[b].d, acc[0]);
+    } else {
+      const float d = f16_to_f32(w[b].d) * a[b].d;
+      for (int j = 0; j < 8; ++j) acc[j] = std::fma(d, static_cast<float>(p[j]), acc[j]);
+    }
   }
-  return reduce(acc);
+  return kTiled ? acc[0] : reduce(acc);
 }
 
 template <typename T, typename Convert>
@@ -247,9 +310,12 @@ void tile(PairFn dot, const void* rows, size_t row_stride, int64_t n_rows, const
 COHORT_SCALAR_TILE(tile_q4_0_q8_0_scalar, dot_q4_0)
 COHORT_SCALAR_TILE(tile_q4_1_q8_1_scalar, dot_q4_1)
 COHORT_SCALAR_TILE(tile_q8_0_q8_0_scalar, dot_q8_0)
-COHORT_SCALAR_TILE(tile_q4_k_q8_k_scalar, dot_q4_k)
+COHORT_SCALAR_TILE(tile_q4_k_q8_k_scalar, dot_q4_k<false>)
+COHORT_SCALAR_TILE(tile_q4_k_q8_k_batched_scalar, dot_q4_k<true>)
 COHORT_SCALAR_TILE(tile_q5_k_q8_k_scalar, dot_q5_k)
-COHORT_SCALAR_TILE(tile_q6_k_q8_k_scalar, dot_q6_k)
+COHORT_SCALAR_TILE(tile_q5_k_q8_k_batched_scalar, dot_q5_k_tiled)
+COHORT_SCALAR_TILE(tile_q6_k_q8_k_scalar, dot_q6_k<false>)
+COHORT_SCALAR_TILE(tile_q6_k_q8_k_batched_scalar, dot_q6_k<true>)
 COHORT_SCALAR_TILE(tile_f16_f16_scalar, dot_f16)
 COHORT_SCALAR_TILE(tile_bf16_bf16_scalar, dot_bf16)
 COHORT_SCALAR_TILE(tile_f32_f32_scalar, dot_f32)

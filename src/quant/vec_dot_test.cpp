@@ -95,6 +95,7 @@ Reference reference(TensorType weight, const std::vector<uint8_t>& row, const st
 // per block and lane: about 10 float ulps (1.2e-7 each) of the scale.
 constexpr double kTolerance = 1e-6;
 
+// In both orders (Order).
 TEST(VecDot, MatchesFloat64DotOfDequantizedOperands) {
   IsaGuard guard;
   std::mt19937 rng(31);
@@ -111,11 +112,15 @@ TEST(VecDot, MatchesFloat64DotOfDequantizedOperands) {
         set_isa(isa);
         const auto act = quantized(type, x);
         const Reference ref = reference(type, row, act, n);
-        const float got = vec_dot(type, row.data(), act.data(), static_cast<int64_t>(n));
-        const double err = std::fabs(got - ref.value) / ref.scale;
-        EXPECT_TRUE(within(err, kTolerance)) << name(type) << " " << isa_name(isa) << " n=" << n
-                                             << " got " << got << " want " << ref.value;
-        worst = std::fmax(worst, err);
+        for (Order order : {Order::single, Order::batched}) {
+          float got = 0.0f;
+          vec_dot_tile(type, row.data(), 0, 1, act.data(), 0, 1, static_cast<int64_t>(n), &got, 1, order);
+          const double err = std::fabs(got - ref.value) / ref.scale;
+          EXPECT_TRUE(within(err, kTolerance)) << name(type) << " " << isa_name(isa) << " n=" << n
+                                               << " order " << static_cast<int>(order) << " got " << got
+                                               << " want " << ref.value;
+          worst = std::fmax(worst, err);
+        }
       }
     }
     std::printf("[ vec_dot  ] %-5s worst error %.2e of sum |w a|\n", name(type).c_str(), worst);
@@ -145,7 +150,8 @@ TEST(VecDot, ScalarAndAvx2AreBitIdentical) {
 }
 
 // Every tile shape (the edges of the micro-tiles included) gives each
-// (row, activation) pair the bits of a lone vec_dot().
+// (row, activation) pair the bits of a lone vec_dot() (of a lone 1 x 1 tile
+// in Order::batched), and the scalar and AVX2 tiles agree in both orders.
 TEST(VecDot, TileEqualsPairwiseDots) {
   IsaGuard guard;
   std::mt19937 rng(33);
@@ -158,20 +164,37 @@ TEST(VecDot, TileEqualsPairwiseDots) {
     const int64_t n_rows = 9, n_acts = 70;  // 70 > the 64 activations of one group
     const auto rows = random_blocks(type, n_rows * n / bs, rng);
     const auto x = random_normal(static_cast<size_t>(n_acts * n), rng);
+    std::vector<float> previous[2];  // per order: the full tile of the previous ISA
     for (Isa isa : runnable_isas()) {
       set_isa(isa);
       std::vector<uint8_t> acts(ab * n_acts);
       for (int64_t t = 0; t < n_acts; ++t) quantize_activations(type, x.data() + t * n, acts.data() + t * ab, n);
-      for (int64_t nr : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, n_rows}) {
-        for (int64_t na : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{7}, n_acts}) {
-          std::vector<float> y(static_cast<size_t>(na * nr), -1.0f);
-          vec_dot_tile(type, rows.data(), rb, nr, acts.data(), ab, na, n, y.data(), nr);
-          for (int64_t t = 0; t < na; ++t) {
-            for (int64_t r = 0; r < nr; ++r) {
-              const float want = vec_dot(type, rows.data() + r * rb, acts.data() + t * ab, n);
-              ASSERT_TRUE(same_float(y[t * nr + r], want))
-                  << name(type) << " " << isa_name(isa) << " tile " << nr << "x" << na << " pair (" << r
-                  << ", " << t << "): " << y[t * nr + r] << " vs " << want;
+      for (Order order : {Order::single, Order::batched}) {
+        const char* order_name = order == Order::single ? "single" : "batched";
+        for (int64_t nr : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, n_rows}) {
+          for (int64_t na : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{7}, n_acts}) {
+            std::vector<float> y(static_cast<size_t>(na * nr), -1.0f);
+            vec_dot_tile(type, rows.data(), rb, nr, acts.data(), ab, na, n, y.data(), nr, order);
+            for (int64_t t = 0; t < na; ++t) {
+              for (int64_t r = 0; r < nr; ++r) {
+                float want = 0.0f;
+                vec_dot_tile(type, rows.data() + r * rb, rb, 1, acts.data() + t * ab, ab, 1, n, &want, 1, order);
+                if (order == Order::single) {
+                  ASSERT_TRUE(same_float(want, vec_dot(type, rows.data() + r * rb, acts.data() + t * ab, n)));
+                }
+                ASSERT_TRUE(same_float(y[t * nr + r], want))
+                    << name(type) << " " << isa_name(isa) << " " << order_name << " tile " << nr << "x" << na
+                    << " pair (" << r << ", " << t << "): " << y[t * nr + r] << " vs " << want;
+              }
+            }
+            if (nr == n_rows && na == n_acts) {
+              std::vector<float>& prev = previous[order == Order::batched];
+              if (!prev.empty()) {
+                for (size_t i = 0; i < y.size(); ++i) {
+                  ASSERT_TRUE(same_float(y[i], prev[i])) << name(type) << " " << order_name << " ISAs differ at " << i;
+                }
+              }
+              prev = y;
             }
           }
         }

@@ -38,24 +38,15 @@ def random_ids(n_vocab, n, seed=0):
     return np.random.default_rng(seed).integers(3, n_vocab, size=n).tolist()
 
 
-NEAR_TIE = 0.1  # logits: a top-1 flip below this gap is rounding, not a bug
-
-
-def check_fast_path(name, llama, fast, full_precision, k_quant=False):
-    """The fast path rounds activations as llama.cpp does (not bit for bit).
-    The issue's bounds hold for KLD everywhere and for top-1 except K-quants
-    on the flat logits of random models, where some near-ties flip (reported,
-    not hidden): every top-1 disagreement must be a near-tie in llama.cpp's
-    own logits."""
+def check_fast_path(name, llama, fast, full_precision):
+    """The fast path rounds activations and sums dot products as llama.cpp's
+    CPU kernels do (for the installed llama.cpp on x86 it reproduces its
+    logits bit for bit: KLD 0, printed); the issue's bounds are asserted,
+    for every block type."""
     m = compare(llama, fast)
     print(f"\n{name}: cohort (fast path) vs llama.cpp {m}")
     assert m["kld"] <= (1e-4 if full_precision else 5e-3), m
-    if not k_quant:
-        assert m["top1"] >= (0.995 if full_precision else 0.98), m
-        return
-    rows = np.nonzero(llama.argmax(-1) != fast.argmax(-1))[0]
-    gaps = llama[rows, llama.argmax(-1)[rows]] - llama[rows, fast.argmax(-1)[rows]]
-    assert (gaps < NEAR_TIE).all(), (name, rows, gaps)
+    assert m["top1"] >= (0.995 if full_precision else 0.98), m
 
 
 def check_three_way(name, exact, llama, ours, full_precision):
@@ -96,7 +87,7 @@ def test_mkmodel_logits_match_llama_cpp(tmp_path, cohort_bin, arch, qtype):
     ids = random_ids(512, N_POSITIONS, seed=len(arch) * 31 + len(qtype))
     llama = llama_cpp_logits(path, ids)
     fast = cohort_logits(cohort_bin, path, [ids], tmp_path, llama.shape[1])
-    check_fast_path(f"{arch} {qtype}", llama, fast, qtype in FULL_PRECISION, qtype.endswith("_k"))
+    check_fast_path(f"{arch} {qtype}", llama, fast, qtype in FULL_PRECISION)
     ours = cohort_logits(cohort_bin, path, [ids], tmp_path, llama.shape[1], ["--exact"])
     exact = f64_forward.forward(path, ids)
     check_three_way(f"{arch} {qtype}", exact, llama, ours, qtype in FULL_PRECISION)

@@ -11,7 +11,10 @@
 //      all tokens, so each weight block is unpacked once per 4 tokens and
 //      the block's rows stay in L1 while the tokens stream from L2.
 // The tile shapes change nothing in the arithmetic of a (row, token) pair
-// (see vec_dot.h), so results do not depend on the thread count or n_tok.
+// (see vec_dot.h), so results do not depend on the thread count; they do not
+// depend on n_tok either, except where llama.cpp's own kernels do (K-quants:
+// the tokens quant::order_split() names take the order of its batch
+// kernels), so that a ubatch gives llama.cpp's bits.
 #include <algorithm>
 #include <cstdint>
 
@@ -63,9 +66,17 @@ void quantize_rows(const Job& j, int64_t t0, int64_t t1) {
 void compute_rows(const Job& j, int64_t r0, int64_t r1) {
   const WeightView& w = *j.w;
   const int64_t block = j.n_tok == 1 ? r1 - r0 : kRowBlock;
+  const int64_t split = quant::order_split(w.type, j.n_tok);
   for (int64_t r = r0; r < r1; r += block) {
-    quant::vec_dot_tile(w.type, w.row(r), w.row_bytes, std::min(block, r1 - r), j.act, j.stride,
-                        j.n_tok, w.n_in, j.y + r, w.n_out);
+    const int64_t nr = std::min(block, r1 - r);
+    if (split > 0) {
+      quant::vec_dot_tile(w.type, w.row(r), w.row_bytes, nr, j.act, j.stride, split, w.n_in,
+                          j.y + r, w.n_out, quant::Order::batched);
+    }
+    if (split < j.n_tok) {
+      quant::vec_dot_tile(w.type, w.row(r), w.row_bytes, nr, j.act + static_cast<size_t>(split) * j.stride,
+                          j.stride, j.n_tok - split, w.n_in, j.y + split * w.n_out + r, w.n_out);
+    }
   }
 }
 

@@ -88,8 +88,25 @@ TEST(MatmulFast, MatchesReferenceMatmulWithinActivationRounding) {
   }
 }
 
+// The product of (row, token) pairs in one order (quant::Order), straight
+// from the tile kernels: the expectation for matmul_fast's tokens.
+std::vector<float> tile_in_order(const WeightView& w, const float* x, int64_t n_tok, quant::Order order) {
+  const size_t ab = quant::activation_row_bytes(w.type, w.n_in);
+  std::vector<uint8_t> acts(ab * static_cast<size_t>(n_tok));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    quant::quantize_activations(w.type, x + t * w.n_in, acts.data() + static_cast<size_t>(t) * ab, w.n_in);
+  }
+  std::vector<float> y(static_cast<size_t>(n_tok * w.n_out));
+  quant::vec_dot_tile(w.type, w.data, w.row_bytes, w.n_out, acts.data(), ab, n_tok, w.n_in, y.data(),
+                      w.n_out, order);
+  return y;
+}
+
 // The product is the same bits whatever the thread count and however the
-// tokens are grouped into calls (one call, one token per call, uneven splits).
+// tokens are grouped into calls (one call, one token per call, uneven
+// splits), up to the order llama.cpp's kernels take for a batch: token i of
+// a call of nt tokens has the bits of Order::batched if i <
+// order_split(type, nt), else those of Order::single.
 TEST(MatmulFast, IdenticalForAnyThreadCountAndTokenGrouping) {
   std::mt19937 rng(42);
   ThreadPool pool1(1), pool2(2), pool3(3);
@@ -104,12 +121,18 @@ TEST(MatmulFast, IdenticalForAnyThreadCountAndTokenGrouping) {
                 0)
           << name(type) << " threads=" << pool->n_threads();
     }
-    for (int64_t split : {1, 5, 30}) {
+    if (type == TensorType::F32) continue;  // no quantized activations (and one order)
+    const auto single = tile_in_order(m.view, x.data(), n_tok, quant::Order::single);
+    const auto batched = tile_in_order(m.view, x.data(), n_tok, quant::Order::batched);
+    for (int64_t split : {int64_t{1}, int64_t{5}, int64_t{30}, n_tok}) {
       for (int64_t t0 = 0; t0 < n_tok; t0 += split) {
         const int64_t nt = std::min(split, n_tok - t0);
+        const int64_t n_batched = quant::order_split(type, nt);
         const auto part = run_fast(pool2, m.view, x.data() + t0 * n_in, nt);
         for (int64_t i = 0; i < nt * n_out; ++i) {
-          ASSERT_TRUE(same_float(part[static_cast<size_t>(i)], all[static_cast<size_t>(t0 * n_out + i)]))
+          const auto at = static_cast<size_t>(t0 * n_out + i);
+          const float want = i / n_out < n_batched ? batched[at] : single[at];
+          ASSERT_TRUE(same_float(part[static_cast<size_t>(i)], want))
               << name(type) << " split " << split << " token " << t0 + i / n_out << " row " << i % n_out;
         }
       }
