@@ -28,7 +28,7 @@ Workspace::Workspace(const HParams& hp, int64_t max_tok, int64_t max_ctx, int n_
   up = sized(hp.n_ff);
   out = sized(hp.n_embd);
   scores.resize(static_cast<size_t>(n_threads * max_ctx));
-  lanes.resize(static_cast<size_t>(n_threads * cpu::kSumLanes * hp.head_dim));
+  lanes.resize(static_cast<size_t>(n_threads * cpu::kWideLanes * hp.head_dim));
   // F16 activations (2 bytes per input) are the widest any weight type pairs
   // with, so a scratch sized for them fits every matrix of the model.
   const int64_t max_in = std::max({hp.n_embd, hp.n_ff, q_dim});
@@ -112,9 +112,12 @@ void store_kv(ForwardContext& ctx, int layer, const UBatch& ub) {
 }
 
 // One query head of one token over positions [0, n_pos) of its sequence.
-// The weighted sum of V rows runs in cpu::kSumLanes lanes by position.
+// The weighted sum of V rows runs in n_lanes lanes by position: llama.cpp
+// sums it as a matmul (16 lanes) over a batch, as a dot product (64) for a
+// lone token.
 void attend_head(ForwardContext& ctx, int layer, std::span<const kv::BlockId> table, int n_pos,
-                 const float* q, int64_t kv_head, float* scores, float* lanes, float* out) {
+                 const float* q, int64_t kv_head, int n_lanes, float* scores, float* lanes,
+                 float* out) {
   const HParams& hp = ctx.hp;
   const int bs = ctx.blocks.block_size();
   const int64_t hd = hp.head_dim;
@@ -127,19 +130,12 @@ void attend_head(ForwardContext& ctx, int layer, std::span<const kv::BlockId> ta
     scores[j] = kq * scale;
   }
   cpu::softmax_in_place(scores, n_pos, ctx.numerics());
-  constexpr int L = cpu::kSumLanes;
-  std::fill_n(lanes, L * hd, 0.0f);
+  std::fill_n(lanes, n_lanes * hd, 0.0f);
   for (int j = 0; j < n_pos; ++j) {
     const float* v = ctx.kv.v(layer, kv::slot_of(table, bs, j)) + kv_head * hd;
-    const float p = scores[j];
-    float* lane = lanes + (j % L) * hd;
-    for (int64_t d = 0; d < hd; ++d) lane[d] = std::fma(p, v[d], lane[d]);
+    cpu::axpy_lane(lanes + (j % n_lanes) * hd, scores[j], v, hd);
   }
-  for (int64_t d = 0; d < hd; ++d) {
-    float column[L];
-    for (int l = 0; l < L; ++l) column[l] = lanes[l * hd + d];
-    out[d] = cpu::sum_lanes(column);
-  }
+  cpu::reduce_lanes(lanes, n_lanes, hd, out);
 }
 
 }  // namespace
@@ -148,16 +144,17 @@ void attend(ForwardContext& ctx, int layer, const UBatch& ub) {
   store_kv(ctx, layer, ub);
   const HParams& hp = ctx.hp;
   const int64_t group = hp.n_head / hp.n_head_kv;
+  const int n_lanes = ub.n_tok() == 1 ? cpu::kWideLanes : cpu::kSumLanes;
   ctx.pool.parallel_for(ub.n_tok() * hp.n_head, [&](int64_t i0, int64_t i1, int thread) {
     float* scores = ctx.ws.scores.data() + thread * ctx.ws.n_max_ctx;
-    float* lanes = ctx.ws.lanes.data() + thread * cpu::kSumLanes * hp.head_dim;
+    float* lanes = ctx.ws.lanes.data() + thread * cpu::kWideLanes * hp.head_dim;
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t t = i / hp.n_head, h = i % hp.n_head;
       const auto ti = static_cast<size_t>(t);
       const float* q = ctx.ws.q.data() + (t * hp.n_head + h) * hp.head_dim;
       float* out = ctx.ws.attn.data() + (t * hp.n_head + h) * hp.head_dim;
       attend_head(ctx, layer, ctx.blocks.block_table(ub.seq_ids[ti]), ub.positions[ti] + 1, q,
-                  h / group, scores, lanes, out);
+                  h / group, n_lanes, scores, lanes, out);
     }
   });
 }

@@ -36,49 +36,24 @@ void add_bias(float* x, const float* bias, int64_t n_tok, int64_t n) {
   }
 }
 
-float exp_poly(float x) {
-  // exp(x) = 2^n * exp(b), n = round(x / ln 2), b = x - n ln 2 (ln 2 in two
-  // parts), exp(b) by a degree-5 polynomial; each step one F32 rounding.
-  const float shift = 0x1.8p23f;
-  const float z = std::fma(x, 0x1.715476p+0f, shift);
-  const float n = z - shift;
-  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
-  if (std::fabs(n) > 192.0f) return n > 0.0f ? INFINITY : 0.0f;
-  const float u = b * b;
-  const float hi = std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
-                            std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
-  const float j = std::fma(hi, u, std::fma(0x1.ffffecp-1f, b, 1.0f));
-  return std::ldexp(j, static_cast<int>(n));
-}
-
-float sum_lanes(const float* v) {
-  float t[8];
-  for (int i = 0; i < 8; ++i) t[i] = v[i] + v[i + 8];
-  const float s0 = t[0] + t[4], s1 = t[1] + t[5], s2 = t[2] + t[6], s3 = t[3] + t[7];
-  return (s0 + s2) + (s1 + s3);
-}
-
-float dot_f32_wide(const float* x, const float* y, int64_t n) {
-  constexpr int kWide = 4 * kSumLanes;
-  float acc[kWide] = {};
-  const int64_t n_wide = n - n % kWide;
-  for (int64_t i = 0; i < n_wide; ++i) acc[i % kWide] = std::fma(x[i], y[i], acc[i % kWide]);
-  float folded[kSumLanes];
-  for (int l = 0; l < kSumLanes; ++l) {
-    folded[l] = (acc[l] + acc[l + 2 * kSumLanes]) + (acc[l + kSumLanes] + acc[l + 3 * kSumLanes]);
-  }
-  float sum = sum_lanes(folded);
-  for (int64_t i = n_wide; i < n; ++i) sum = std::fma(x[i], y[i], sum);
-  return sum;
-}
-
 void silu_mul(ThreadPool& pool, const float* gate, const float* up, int64_t n_tok, int64_t n,
               float* y, Numerics mode) {
+  if (mode == Numerics::llama) {
+    // Whole groups of kSumLanes take exp_poly, a row's tail the libm exp.
+    const int64_t n_vec = n - n % kSumLanes;
+    pool.parallel_for(n_tok, [&](int64_t t0, int64_t t1, int) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t r = t * n;
+        silu_mul_llama(gate + r, up + r, y + r, n_vec);
+        for (int64_t i = r + n_vec; i < r + n; ++i) y[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+      }
+    });
+    return;
+  }
   pool.parallel_for(n_tok * n, [&](int64_t i0, int64_t i1, int) {
     for (int64_t i = i0; i < i1; ++i) {
       const float g = gate[i];
-      const float e = mode == Numerics::llama ? exp_poly(-g) : std::exp(-g);
-      y[i] = g / (1.0f + e) * up[i];
+      y[i] = g / (1.0f + std::exp(-g)) * up[i];
     }
   }, 1024);
 }
@@ -150,23 +125,16 @@ void rope(const RopeParams& p, float* x, const int32_t* positions, int64_t n_tok
 }
 
 void softmax_in_place(float* x, int64_t n, Numerics mode) {
+  if (mode == Numerics::llama) {
+    softmax_llama(x, n);
+    return;
+  }
   float max = -INFINITY;
   for (int64_t i = 0; i < n; ++i) max = std::max(max, x[i]);
   double sum = 0.0;
-  if (mode == Numerics::llama) {
-    for (int64_t g = 0; g < n; g += kSumLanes) {
-      float lanes[kSumLanes] = {};
-      for (int64_t i = g; i < std::min(n, g + kSumLanes); ++i) {
-        x[i] = exp_poly(x[i] - max);
-        lanes[i - g] = x[i];
-      }
-      sum += sum_lanes(lanes);
-    }
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      x[i] = std::exp(x[i] - max);
-      sum += x[i];
-    }
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += x[i];
   }
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;

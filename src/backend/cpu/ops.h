@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 
+#include "backend/cpu/llama_numerics.h"
 #include "backend/cpu/weight_view.h"
 #include "common/thread_pool.h"
 
@@ -33,26 +34,10 @@ void matmul_fast(ThreadPool& pool, const WeightView& w, const float* x, int64_t 
 // (0 for F32 weights, whose activations are used as they are).
 size_t matmul_fast_scratch_bytes(const WeightView& w, int64_t n_tok);
 
-// exp(x) by the polynomial that llama.cpp's vector softmax and SiLU use
-// (the expf of Arm's optimized routines: below 1.5 ulp of error). The fast
-// path computes with it so that its roundings follow llama.cpp's.
-float exp_poly(float x);
-
 // The roundings of the elementwise ops: `exact` keeps sums in F64 and uses
-// std::exp; `llama` takes llama.cpp's F32 steps (exp_poly, F32 products, the
-// lane order below), so that the fast path rounds activations as it does.
+// std::exp; `llama` takes llama.cpp's F32 steps (llama_numerics.h), so that
+// the fast path rounds activations as it does.
 enum class Numerics { exact, llama };
-
-// Sums of many terms (softmax denominators, attention outputs) run in
-// kSumLanes interleaved lanes, term i in lane i % kSumLanes, then add the
-// lanes as a tree: the order of llama.cpp's 16-wide CPU kernels.
-inline constexpr int kSumLanes = 16;
-float sum_lanes(const float* lanes);  // lanes[kSumLanes], tree order
-
-// sum_i x_i * y_i as llama.cpp's F32 vector dot product: element i in lane
-// i % 64 (fused multiply-adds), the four 16-lane vectors added as (0+2)+(1+3),
-// then sum_lanes; the n % 64 trailing elements one by one after it.
-float dot_f32_wide(const float* x, const float* y, int64_t n);
 
 // y [n_tok, n] = x / rms(x) * weight, per row. y may alias x. Numerics::llama
 // squares in F32 and takes the mean and the scale in F32, as llama.cpp does.
