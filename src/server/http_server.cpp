@@ -122,10 +122,14 @@ void HttpServer::accept_loop() {
     if (fd < 0) continue;
     const int one = 1;  // SSE chunks are small and should leave at once
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    bool grow = false;
     {
       std::lock_guard<std::mutex> lock(queue_mutex_);
       queue_.push_back(fd);
+      grow = idle_ < queue_.size() && workers_.size() < static_cast<size_t>(options_.max_threads);
     }
+    // Only this thread adds workers while the server runs; stop() joins it first.
+    if (grow) workers_.emplace_back([this] { worker_loop(); });
     queue_ready_.notify_one();
   }
 }
@@ -135,7 +139,9 @@ void HttpServer::worker_loop() {
     int fd = -1;
     {
       std::unique_lock<std::mutex> lock(queue_mutex_);
+      ++idle_;
       queue_ready_.wait(lock, [&] { return stopping_.load() || !queue_.empty(); });
+      --idle_;
       if (stopping_.load()) return;
       fd = queue_.front();
       queue_.pop_front();

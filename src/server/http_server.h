@@ -20,8 +20,11 @@
 //   - a handler that throws gets a 500 if nothing was sent yet, else the
 //     connection is closed; the server never lets an exception escape.
 //
-// Threads: start() spawns one accept thread and n_threads workers. Handlers
-// run on workers and may block (a non-streamed completion waits there).
+// Threads: start() spawns one accept thread and n_threads workers; when an
+// accepted connection finds no idle worker, another is started, up to
+// max_threads (then connections wait in the queue). Handlers run on workers
+// and may block (a completion waits there until its last token), so a busy
+// server must not make /health or /metrics wait behind them.
 // stop() may be called from any thread except a handler; it wakes everything
 // within Connection::kPollSlice, lets handlers see client_gone(), and joins.
 // Requests in flight at stop() get no answer: their connections close.
@@ -49,7 +52,8 @@ namespace cohort::server {
 struct HttpServerOptions {
   size_t max_body_bytes = size_t{8} << 20;   // --max-body
   size_t max_head_bytes = 16384;             // request line + headers
-  int n_threads = 4;                          // --threads-http
+  int n_threads = 4;                          // --threads-http: workers started at once
+  int max_threads = 256;                      // --threads-http-max: started on demand
   std::chrono::milliseconds read_timeout{30000};   // one request, from its first byte
   std::chrono::milliseconds idle_timeout{5000};    // keep-alive wait for the next request
   std::chrono::milliseconds write_timeout{30000};  // for the client to take each write
@@ -109,6 +113,7 @@ class HttpServer {
   std::mutex queue_mutex_;
   std::condition_variable queue_ready_;
   std::deque<int> queue_;                 // accepted sockets; GUARDED_BY(queue_mutex_)
+  size_t idle_ = 0;                       // workers waiting; GUARDED_BY(queue_mutex_)
 
   std::mutex lifecycle_mutex_;
   std::condition_variable stopped_cv_;

@@ -5,8 +5,10 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <memory>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -37,6 +39,11 @@ class HttpServerTest : public ::testing::Test {
       while (!e.client_gone()) std::this_thread::sleep_for(5ms);
       client_gone_seen_.store(true);
     });
+    server_.route("GET", "/block", [this](Exchange& e) {
+      ++blocked_;
+      while (!release_.load() && !e.client_gone()) std::this_thread::sleep_for(5ms);
+      e.respond(200, "done", "text/plain");
+    });
     port_ = server_.start("127.0.0.1", 0);
   }
   static HttpServerOptions options() {
@@ -51,6 +58,8 @@ class HttpServerTest : public ::testing::Test {
   int port_ = 0;
   std::promise<void> handler_started_;
   std::atomic<bool> client_gone_seen_{false};
+  std::atomic<int> blocked_{0};
+  std::atomic<bool> release_{false};
 };
 
 TEST_F(HttpServerTest, RoutesByPathAndMethod) {
@@ -160,6 +169,20 @@ TEST_F(HttpServerTest, StopEndsIdleConnectionsAndWaitingHandlersPromptly) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
   EXPECT_TRUE(client_gone_seen_.load());
   server_.wait();  // returns at once after stop
+}
+
+// Three workers at start; six handlers that block do not keep /ping waiting.
+TEST_F(HttpServerTest, BlockedHandlersDoNotStarveOtherRequests) {
+  std::vector<std::unique_ptr<testing::ClientSocket>> clients;
+  for (int i = 0; i < 6; ++i) {
+    clients.push_back(std::make_unique<testing::ClientSocket>(port_));
+    clients.back()->send(http_request("GET", "/block"));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (blocked_.load() < 6 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(blocked_.load(), 6);
+  EXPECT_EQ(roundtrip(port_, http_request("GET", "/ping")).body, "pong");
+  release_.store(true);
 }
 
 TEST(HttpServer, ListenFailureNamesHostAndPort) {

@@ -59,6 +59,7 @@ struct ServeOptions {
   std::string trace_batches;               // --trace-batches FILE
   size_t max_body = size_t{8} << 20;       // --max-body, bytes
   int threads_http = 0;                    // --threads-http (0: max(np + 4, 8))
+  int threads_http_max = 256;              // --threads-http-max
   engine::SamplingParams sampling;         // defaults for requests (--temp ...)
   int n_predict = -1;                      // -n: default max_tokens
   bool metrics = false;                    // --metrics (accepted; /metrics is always on)
@@ -135,6 +136,7 @@ server::HttpServerOptions http_options(const ServeOptions& o) {
   server::HttpServerOptions h;
   h.max_body_bytes = o.max_body;
   h.n_threads = o.threads_http > 0 ? o.threads_http : std::max(o.n_parallel + 4, 8);
+  h.max_threads = std::max(h.n_threads, o.threads_http_max);
   return h;
 }
 
@@ -144,6 +146,7 @@ void check_options(const ServeOptions& o) {
   if (o.tg_quantum < 0) fail("--tg-quantum must be >= 0, got {}", o.tg_quantum);
   if (o.max_body < 1) fail("--max-body must be >= 1 byte");
   if (o.threads_http < 0) fail("--threads-http must be >= 0, got {}", o.threads_http);
+  if (o.threads_http_max < 1) fail("--threads-http-max must be >= 1, got {}", o.threads_http_max);
   if (o.n_predict == 0 || o.n_predict < -1) fail("--n-predict (-n) must be -1 or >= 1, got {}", o.n_predict);
   o.dec.validate();
   o.sampling.validate();
@@ -195,7 +198,9 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--tg-quantum", o->tg_quantum, "cohort: end a decode phase after N steps when work waits (0: drain)");
   cmd->add_option("--trace-batches", o->trace_batches, "write the batch trace (JSON lines) to FILE");
   cmd->add_option("--max-body", o->max_body, "largest request body in bytes (larger: 413)");
-  cmd->add_option("--threads-http", o->threads_http, "HTTP worker threads (0: max(np + 4, 8))");
+  cmd->add_option("--threads-http", o->threads_http, "HTTP worker threads started at once (0: max(np + 4, 8))");
+  cmd->add_option("--threads-http-max", o->threads_http_max,
+                  "more HTTP workers are started while connections wait, up to this many");
   cmd->add_option("-n,--n-predict", o->n_predict, "default max_tokens of a request (-1: no limit)");
   cmd->add_flag("--metrics", o->metrics, "accepted for llama-server compatibility; /metrics is always on");
   add_sampling_flags(cmd, o->sampling);

@@ -15,14 +15,15 @@ B = 32  # -b: prompts below need several batches
 
 
 @contextlib.contextmanager
-def server(cohort_bin, model, tmp_path, policy, extra=()):
+def server(cohort_bin, model, tmp_path, policy, extra=(), n_parallel=4, batch=B):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     trace = tmp_path / f"trace-{policy}.jsonl"
     log = open(tmp_path / f"serve-{policy}.log", "w")
     proc = subprocess.Popen([str(cohort_bin), "serve", "-m", str(model), "--port", str(port),
-                             "-np", "4", "-c", "4096", "-b", str(B), "--phase-policy", policy,
+                             "-np", str(n_parallel), "-c", str(1024 * n_parallel), "-b", str(batch),
+                             "--phase-policy", policy,
                              "--trace-batches", str(trace), *map(str, extra)],
                             stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
