@@ -17,5 +17,6 @@ void register_bench(CLI::App& app);
 void register_run(CLI::App& app);
 void register_serve(CLI::App& app);
 void register_perplexity(CLI::App& app);
+void register_bench_serve(CLI::App& app);
 
 }  // namespace cohort::tools

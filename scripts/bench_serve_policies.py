@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Runs bench-serve scenarios against `cohort serve` under each --phase-policy
+and prints the comparison as markdown tables (the ones in docs/PERFORMANCE.md).
+
+Every (scenario, policy) pair gets a fresh server, so that no prompt is reused
+from the cache of an earlier run. The JSON reports are kept in --out, ready for
+scripts/plot_itl.py.
+
+    scripts/bench_serve_policies.py -m "$(scripts/default_model.py)" --out /tmp/bs -b 512 -t 1 \\
+        bench/scenarios/unequal-pair.json bench/scenarios/long-prompt-mid-decode.json
+"""
+import argparse
+import json
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+POLICIES = ["mixed", "no-cont", "cohort", "serial"]
+SERVE_ARGS = ["-np", "2", "-c", "8192"]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(url, proc, timeout=300):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            sys.exit(f"error: cohort serve exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    sys.exit("error: cohort serve not ready")
+
+
+def run_one(args, scenario, policy, out_path):
+    port = free_port()
+    serve = [args.cohort, "serve", "-m", args.model, "--port", str(port), "--phase-policy", policy,
+             *SERVE_ARGS, "-b", str(args.batch_size), "-t", str(args.threads), *args.serve_arg]
+    with open(out_path.with_suffix(".serve.log"), "w") as log:
+        proc = subprocess.Popen(serve, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_ready(f"http://127.0.0.1:{port}", proc)
+        cmd = [args.cohort, "bench-serve", "--port", str(port), "--scenario", str(scenario), "--label", policy,
+               "--save-result", str(out_path), "-o", "md"]
+        print("$ " + " ".join(cmd), file=sys.stderr)
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    return json.loads(out_path.read_text())
+
+
+def per_request(report):
+    parts = []
+    for r in report["requests"]:
+        c = r["chunk_s"]
+        ttft = (c[0] - r["send_s"]) * 1e3 if c else float("nan")
+        worst = max(((b - a) * 1e3 for a, b in zip(c, c[1:])), default=0.0)
+        parts.append(f"{r['name']}: TTFT {ttft:.0f}, max gap {worst:.0f}")
+    return "; ".join(parts)
+
+
+def table(scenario, reports):
+    print(f"\n{scenario.name}\n")
+    print("| policy | TTFT p50 / p99 (ms) | ITL p50 / p99 / max (ms) | makespan (s) | PP tok/s | TG tok/s "
+          "| per request (ms) |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    for policy, rep in reports:
+        s = rep["summary"]
+        t, i = s["ttft_ms"], s["itl_ms"]
+        fail = f" ({s['failed']} failed)" if s["failed"] else ""
+        print(f"| {policy}{fail} | {t['p50']:.0f} / {t['p99']:.0f} | {i['p50']:.1f} / {i['p99']:.1f} / {i['max']:.0f} "
+              f"| {s['makespan_s']:.2f} | {s['pp_tok_s']:.0f} | {s['tg_tok_s']:.1f} | {per_request(rep)} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("scenarios", nargs="+", type=pathlib.Path)
+    ap.add_argument("-m", "--model", required=True)
+    ap.add_argument("--cohort", default=str(ROOT / "build" / "bin" / "cohort"))
+    ap.add_argument("--out", type=pathlib.Path, required=True, help="folder for the JSON reports")
+    ap.add_argument("--policies", default=",".join(POLICIES))
+    ap.add_argument("-b", "--batch-size", type=int, default=512, help="cohort serve -b")
+    ap.add_argument("-t", "--threads", type=int, default=1,
+                    help="cohort serve -t (1: on a busy machine two spinning workers slow each other down)")
+    ap.add_argument("--serve-arg", action="append", default=[], help="extra argument for cohort serve")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for scenario in args.scenarios:
+        reports = []
+        for policy in args.policies.split(","):
+            out = args.out / f"{scenario.stem}-{policy}.json"
+            reports.append((policy, run_one(args, scenario, policy, out)))
+        table(scenario, reports)
+
+
+if __name__ == "__main__":
+    main()
