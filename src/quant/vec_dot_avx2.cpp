@@ -196,6 +196,57 @@ void matvec_row(const typename Fmt<k>::W* w, const typename Fmt<k>::A* a, const 
   *y = v;
 }
 
+// Q4_0 matvec: the chain of a row is a sequence of dependent FMAs (latency
+// bound), so chains run behind the vector work: rows go in pairs, and while
+// rows r, r + 1 find their whole-block sums (each row streamed on its own),
+// the chains of rows r - 2 and r - 1 consume the sums and scale products
+// stored for them, two independent chains side by side. act_d: the
+// activation's scales as F32.
+template <Kind k>
+void matvec_chains(const void* rows, size_t row_stride, int64_t n_rows, const typename Fmt<k>::A* a,
+                   const float* act_d, int64_t n_blocks, float* y) {
+  using W = typename Fmt<k>::W;
+  alignas(32) float sums[4][kChunk], prods[4][kChunk];
+  auto fill = [&](int64_t r, int64_t g, int64_t count) COHORT_AVX2_LAMBDA_INLINE {
+    const W* w = row_at<W>(rows, row_stride, r);
+    __m256i p[8];
+    for (int64_t j = 0; j < 8; ++j) {
+      if (j < count) {
+        const __m256i av = loadu(a[g + j].qs);
+        p[j] = ilanes<k>(weight_bytes<k>(w[g + j]), __m256i{}, av, eight_times<k>(av));
+      } else {
+        p[j] = _mm256_setzero_si256();
+      }
+    }
+    _mm256_store_ps(sums[r % 4] + g, _mm256_cvtepi32_ps(hsum8_epi32(p)));
+    _mm256_store_ps(prods[r % 4] + g,
+                    _mm256_mul_ps(gather_half8(w + g, offsetof(W, d), count), _mm256_load_ps(act_d + g)));
+  };
+  for (int64_t r0 = 0; r0 < n_rows + 2; r0 += 2) {
+    const bool has_a = r0 >= 2, has_b = r0 >= 2 && r0 - 1 < n_rows;  // chains of rows r0 - 2, r0 - 1
+    const float* sa = sums[(r0 + 2) % 4];
+    const float* pa = prods[(r0 + 2) % 4];
+    const float* sb = sums[(r0 + 3) % 4];
+    const float* pb = prods[(r0 + 3) % 4];
+    float ca = 0.0f, cb = 0.0f;
+    for (int64_t g = 0; g < n_blocks; g += 8) {
+      const int64_t count = std::min<int64_t>(8, n_blocks - g);
+      if (r0 < n_rows) fill(r0, g, count);
+      if (has_a) {
+        for (int64_t j = g; j < g + count; ++j) ca = std::fma(sa[j], pa[j], ca);
+      }
+      if (has_b) {
+        for (int64_t j = g; j < g + count; ++j) cb = std::fma(sb[j], pb[j], cb);
+      }
+    }
+    if (r0 + 1 < n_rows) {
+      for (int64_t g = 0; g < n_blocks; g += 8) fill(r0 + 1, g, std::min<int64_t>(8, n_blocks - g));
+    }
+    if (has_a) y[r0 - 2] = ca;
+    if (has_b) y[r0 - 1] = cb;
+  }
+}
+
 template <Kind k>
 void matvec32(const void* rows, size_t row_stride, int64_t n_rows, const void* act,
               int64_t n_blocks, float* y) {
@@ -210,6 +261,12 @@ void matvec32(const void* rows, size_t row_stride, int64_t n_rows, const void* a
       if constexpr (has_offset(k)) _mm256_store_ps(s + g, gather_half8(a + g, offsetof(A, s), count));
     }
     as = {d, s};
+  }
+  if constexpr (one_chain(k)) {
+    if (n_blocks <= kChunk) {
+      matvec_chains<k>(rows, row_stride, n_rows, a, d, n_blocks, y);
+      return;
+    }
   }
   for (int64_t r = 0; r < n_rows; ++r) {
     matvec_row<k>(row_at<typename Fmt<k>::W>(rows, row_stride, r), a, as, n_blocks, y + r);

@@ -146,6 +146,28 @@ COHORT_AVX2_INLINE void sum_lane_pairs(const __m256i (&pm)[8], __m256i (&m)[4]) 
   m[3] = _mm256_permute2x128_si256(b, d, 0x31);
 }
 
+// Lane 2t + r of the result: the sum of the int32 lanes of v[2t + r], for
+// the pairs of an R x T micro-tile (a 1 x 1 tile: lane 0 only, the other
+// lanes are junk that the caller multiplies by 0).
+template <int R, int T>
+COHORT_AVX2_INLINE __m256i pair_totals(const __m256i (&v)[8]) {
+  if constexpr (R * T == 1) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v[0]), _mm256_extracti128_si256(v[0], 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    return _mm256_zextsi128_si256(_mm_add_epi32(s, _mm_shuffle_epi32(s, 1)));
+  } else {
+    return hsum8_epi32(v);
+  }
+}
+
+// The 8 floats as one vector (built in registers: a store and a vector load
+// of just-written floats would stall on store forwarding).
+template <int R, int T>
+COHORT_AVX2_INLINE __m256 pair_floats(const float (&f)[8]) {
+  if constexpr (R * T == 1) return _mm256_zextps128_ps256(_mm_set_ss(f[0]));
+  return _mm256_setr_ps(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]);
+}
+
 // kBatched: the order of llama.cpp's batch kernels (Order::batched). Q4_K
 // (its 4-token gemm): the chains step after every two sub-blocks instead of
 // once per super-block. Q5_K, Q6_K (its tiled matmul): one chain per pair,
@@ -205,11 +227,11 @@ struct MicroK {
               sum[r][t] = _mm256_setzero_si256();
             }
           }
-          step_sums[v / 2] = hsum8_epi32(whole);
+          step_sums[v / 2] = pair_totals<R, T>(whole);
         }
       });
       __m256i whole[8], mins[8];  // per pair (lane 2t + r): the lanes to sum
-      alignas(32) float dd[8] = {}, dm[8] = {}, da[8] = {};
+      float dd[8] = {}, dm[8] = {}, da[8] = {};
       for (int v = 0; v < 8; ++v) whole[v] = mins[v] = _mm256_setzero_si256();
       for (int t = 0; t < T; ++t) {
         const __m256i bsums = loadu(a[t][b].bsums);
@@ -238,24 +260,35 @@ struct MicroK {
         }
       }
       if constexpr (kTiled) {
-        __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(hsum8_epi32(whole)), _mm256_load_ps(dd));
+        __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(pair_totals<R, T>(whole)), pair_floats<R, T>(dd));
         if constexpr (k == Kind::q5_k) {
-          v = _mm256_fnmadd_ps(_mm256_load_ps(dm), _mm256_cvtepi32_ps(hsum8_epi32(mins)), v);
+          v = _mm256_fnmadd_ps(pair_floats<R, T>(dm), _mm256_cvtepi32_ps(pair_totals<R, T>(mins)), v);
         }
-        chain = _mm256_fmadd_ps(v, _mm256_load_ps(da), chain);
+        chain = _mm256_fmadd_ps(v, pair_floats<R, T>(da), chain);
       } else if constexpr (k == Kind::q5_k) {
-        chain_min = _mm256_fmadd_ps(_mm256_load_ps(dm), _mm256_cvtepi32_ps(hsum8_epi32(mins)), chain_min);
+        chain_min = _mm256_fmadd_ps(pair_floats<R, T>(dm), _mm256_cvtepi32_ps(pair_totals<R, T>(mins)), chain_min);
       } else if constexpr (kBatched) {
         __m256i m[4];
         sum_lane_pairs(mins, m);
-        const __m256 vd = _mm256_load_ps(dd), vm = _mm256_load_ps(dm);
+        const __m256 vd = pair_floats<R, T>(dd), vm = pair_floats<R, T>(dm);
         for (int i = 0; i < 4; ++i) {
           chain = _mm256_fmadd_ps(_mm256_cvtepi32_ps(step_sums[i]), vd, chain);
           chain_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m[i]), vm, chain_min);
         }
       } else if constexpr (k == Kind::q4_k) {
-        chain = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum8_epi32(whole)), _mm256_load_ps(dd), chain);
-        chain_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum8_epi32(mins)), _mm256_load_ps(dm), chain_min);
+        __m256 ts, tm;  // the pairs' whole sums and mins
+        if constexpr (R * T == 1) {  // both totals in one reduction: [S, M, S, M]
+          const __m256i h = _mm256_hadd_epi32(whole[0], mins[0]);
+          const __m128i q = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+          const __m128 f = _mm_cvtepi32_ps(_mm_hadd_epi32(q, q));
+          ts = _mm256_zextps128_ps256(f);
+          tm = _mm256_zextps128_ps256(_mm_movehdup_ps(f));
+        } else {
+          ts = _mm256_cvtepi32_ps(pair_totals<R, T>(whole));
+          tm = _mm256_cvtepi32_ps(pair_totals<R, T>(mins));
+        }
+        chain = _mm256_fmadd_ps(ts, pair_floats<R, T>(dd), chain);
+        chain_min = _mm256_fmadd_ps(tm, pair_floats<R, T>(dm), chain_min);
       }
     }
     alignas(32) float c[8], cm[8];
