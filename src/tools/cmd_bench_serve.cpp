@@ -115,6 +115,7 @@ Json config_json(const BenchServeOptions& o, const ServeTarget& t, const PromptM
 }
 
 void check_options(const BenchServeOptions& o) {
+  if (o.host.empty()) fail("--host must not be empty");
   if (o.port < 1 || o.port > 65535) fail("--port {} is not a port number", o.port);
   if (o.max_concurrency < 0) fail("--max-concurrency must be >= 0, got {}", o.max_concurrency);
   if (!(o.timeout_s > 0)) fail("--timeout must be > 0 seconds, got {}", o.timeout_s);
@@ -142,7 +143,9 @@ void bench_serve(BenchServeOptions o) {
   // The workload first: a bad scenario file fails before the server is asked anything.
   std::vector<RequestSpec> specs = o.scenario.empty() ? random_workload(o.random) : load_scenario(o.scenario);
   ServeTarget target;
-  target.url = parse_http_url(o.base_url.empty() ? fmt::format("http://{}:{}", o.host, o.port) : o.base_url);
+  const bool v6 = o.host.find(':') != std::string::npos && o.host.front() != '[';  // an IPv6 literal
+  const std::string host = v6 ? "[" + o.host + "]" : o.host;
+  target.url = parse_http_url(o.base_url.empty() ? fmt::format("http://{}:{}", host, o.port) : o.base_url);
   target.endpoint = o.endpoint;
   target.ignore_eos = o.ignore_eos;
   target.temperature = o.temperature;
@@ -185,7 +188,8 @@ void bench_serve(BenchServeOptions o) {
 
 void register_bench_serve(CLI::App& app) {
   auto o = std::make_shared<BenchServeOptions>();
-  CLI::App* cmd = app.add_subcommand("bench-serve", "replay a workload against a running server (as vllm bench serve)");
+  CLI::App* cmd =
+      app.add_subcommand("bench-serve", "replay a workload against a running server (as vllm bench serve)");
   cmd->add_option("--host", o->host, "server address");
   cmd->add_option("--port", o->port, "server port");
   cmd->add_option("--base-url", o->base_url, "server URL, http://host:port (instead of --host and --port)");

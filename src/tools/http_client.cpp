@@ -218,7 +218,9 @@ HttpUrl parse_http_url(std::string_view url) {
     }
   }
   while (!path.empty() && path.back() == '/') path.remove_suffix(1);
-  if (path.find_first_of("?# ") != std::string_view::npos) fail("URL '{}': a query or fragment is not allowed", text);
+  if (path.find_first_of("?# ") != std::string_view::npos) {
+    fail("URL '{}': a query or fragment is not allowed", text);
+  }
   u.base_path = std::string(path);
   return u;
 }

@@ -34,7 +34,9 @@ int logprob_tokens(const Json& choice) {
 }
 
 bool has_text(const Json& choice) {
-  if (const auto t = choice.find("text"); t != choice.end() && t->is_string()) return !t->get_ref<const std::string&>().empty();
+  if (const auto t = choice.find("text"); t != choice.end() && t->is_string()) {
+    return !t->get_ref<const std::string&>().empty();
+  }
   const auto d = choice.find("delta");
   if (d == choice.end() || !d->is_object()) return false;
   const auto c = d->find("content");

@@ -71,8 +71,8 @@ Json report_json(const std::string& label, const Json& config, const ServeStats&
 
 std::string report_markdown(const std::string& label, const Json& config, const ServeStats& s) {
   std::string out = fmt::format("## bench-serve: {}\n\n", label);
-  out += fmt::format("{} {} against {}; workload: {}\n\n", config.value("endpoint", ""),
-                     config.value("model", ""), config.value("base_url", ""), config.value("workload", ""));
+  out += fmt::format("server {}{}, model '{}', workload {}\n\n", config.value("base_url", ""),
+                     config.value("endpoint", ""), config.value("model", ""), config.value("workload", ""));
   out += "| metric | value |\n|---|---:|\n";
   out += fmt::format("| successful requests | {} |\n| failed requests | {} |\n", s.completed, s.failed);
   out += fmt::format("| makespan (s) | {:.3f} |\n", s.makespan_s);

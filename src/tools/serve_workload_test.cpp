@@ -189,7 +189,8 @@ TEST(Scenario, BadFilesAreRefusedWithAMessageNamingTheFault) {
   EXPECT_TRUE(has(e, "expected a list")) << e;
   e = scenario_error(R"([{"prompt_tokens": 5, "max_tokens": 1}])");
   EXPECT_TRUE(has(e, "request 0") && has(e, "'at'")) << e;
-  e = scenario_error(R"([{"at": 0, "prompt_tokens": 5, "max_tokens": 1}, {"at": -1, "prompt_tokens": 5, "max_tokens": 1}])");
+  e = scenario_error(R"([{"at": 0, "prompt_tokens": 5, "max_tokens": 1},
+                         {"at": -1, "prompt_tokens": 5, "max_tokens": 1}])");
   EXPECT_TRUE(has(e, "request 1") && has(e, "'at' must be >= 0")) << e;
   e = scenario_error(R"([{"at": 0, "prompt": "x", "prompt_tokens": 5, "max_tokens": 1}])");
   EXPECT_TRUE(has(e, "exactly one of 'prompt_tokens' and 'prompt'")) << e;
