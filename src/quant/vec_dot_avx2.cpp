@@ -401,14 +401,24 @@ struct Micro32 {
       for (int t = 0; t < T; ++t) acc[(tg + t) * kRows + r] = c[r][t];
     }
     if constexpr (has_offset(k)) {
+      // One chain per (row, activation) in block order, kept in lane 0 (the
+      // other lanes stay 0); the R * T chains advance together, block by
+      // block, so that they overlap instead of waiting on each other.
+      float m[R][T];
       for (int r = 0; r < R; ++r) {
         for (int t = 0; t < T; ++t) {
-          // One chain in block order, kept in lane 0 (the other lanes stay 0).
-          float m = b0 == 0 ? 0.0f : _mm256_cvtss_f32(offsets[(tg + t) * kRows + r]);
-          for (int64_t i = 0; i < b1 - b0; ++i) {
-            m = std::fma(row_m[r * stride + i], act_s[(tg + t) * stride + i], m);
-          }
-          offsets[(tg + t) * kRows + r] = _mm256_setr_ps(m, 0, 0, 0, 0, 0, 0, 0);
+          m[r][t] = b0 == 0 ? 0.0f : _mm256_cvtss_f32(offsets[(tg + t) * kRows + r]);
+        }
+      }
+      for (int64_t i = 0; i < b1 - b0; ++i) {
+        for (int r = 0; r < R; ++r) {
+          const float mw = row_m[r * stride + i];
+          for (int t = 0; t < T; ++t) m[r][t] = std::fma(mw, act_s[(tg + t) * stride + i], m[r][t]);
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        for (int t = 0; t < T; ++t) {
+          offsets[(tg + t) * kRows + r] = _mm256_setr_ps(m[r][t], 0, 0, 0, 0, 0, 0, 0);
         }
       }
     }

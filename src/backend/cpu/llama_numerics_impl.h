@@ -1,16 +1,14 @@
 // The bodies of llama_numerics.h, included once by llama_numerics.cpp
 // (portable build) and once by llama_numerics_avx2.cpp (compiled with FMA),
 // each time in its own namespace COHORT_NUMERICS_NS. Every fused
-// multiply-add is written as std::fma, so both builds return the same bits.
+// multiply-add is written as std::fma and both files are compiled without
+// implicit contraction (src/CMakeLists.txt), so both builds return the same bits.
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 
 #include "backend/cpu/llama_numerics.h"
-
-// No implicit contraction of a * b + c: the order above is the contract.
-#pragma GCC optimize("fp-contract=off")
 
 namespace cohort::cpu::COHORT_NUMERICS_NS {
 
