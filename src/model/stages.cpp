@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "quant/quant.h"
-#include "quant/vec_dot.h"
 
 namespace cohort::model {
 

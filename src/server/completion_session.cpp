@@ -77,7 +77,7 @@ void answer_streamed(Exchange& exchange, RequestHandle& handle, ResponseBuilder&
       send(sse_json(error_json(e->error, error_type(500))));
       return;
     }
-    if (!send(sse_json(builder.finish_chunk(e->finish)))) return;
+    if (!send(sse_json(builder.finish_chunk(e->finish, e->usage)))) return;
     if (builder.meta().include_usage && !send(sse_json(builder.usage_chunk(e->usage)))) return;
     send(sse_done());
     exchange.end_stream();

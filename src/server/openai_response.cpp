@@ -55,7 +55,8 @@ Json usage_json(const Usage& u) {
 Json timings_json(const Usage& u) {
   const int prompt_n = u.prompt_tokens - u.cached_tokens;
   auto per_second = [](int n, double ms) { return ms > 0 ? 1e3 * n / ms : 0.0; };
-  return Json{{"cache_n", u.cached_tokens},
+  return Json{{"queue_ms", u.queue_ms},
+              {"cache_n", u.cached_tokens},
               {"prompt_n", prompt_n},
               {"prompt_ms", u.prompt_ms},
               {"prompt_per_second", per_second(prompt_n, u.prompt_ms)},
@@ -160,11 +161,12 @@ Json ResponseBuilder::delta_chunk(const std::vector<GeneratedToken>& tokens) {
   return j;
 }
 
-Json ResponseBuilder::finish_chunk(engine::FinishReason reason) const {
+Json ResponseBuilder::finish_chunk(engine::FinishReason reason, const Usage& usage) const {
   Json j = envelope(true);
   const engine::FinishReason r = reason == engine::FinishReason::none ? engine::FinishReason::stop : reason;
   j["choices"] = Json::array({choice("", nullptr, r, true, false)});
   if (meta_.include_usage) j["usage"] = nullptr;
+  j["timings"] = timings_json(usage);
   return j;
 }
 

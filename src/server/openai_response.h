@@ -71,8 +71,9 @@ class ResponseBuilder {
   Json role_chunk() const;
   // Streaming: a chunk with the text (and logprobs) of `tokens`.
   Json delta_chunk(const std::vector<GeneratedToken>& tokens);
-  // Streaming: the chunk with finish_reason and an empty delta / text.
-  Json finish_chunk(engine::FinishReason reason) const;
+  // Streaming: the chunk with finish_reason and an empty delta / text; it
+  // carries llama-server's "timings" (queue wait included), as its last chunk does.
+  Json finish_chunk(engine::FinishReason reason, const Usage& usage) const;
   // Streaming, include_usage: the last chunk, empty choices and usage.
   Json usage_chunk(const Usage& usage) const;
 

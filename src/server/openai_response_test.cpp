@@ -95,9 +95,13 @@ TEST(OpenAIResponse, ChatChunksInOrder) {
   const Json delta = b.delta_chunk({token('a'), token('b')});
   EXPECT_EQ(delta["choices"][0]["delta"], Json::parse(R"({"content": "ab"})"));
   EXPECT_EQ(delta["id"], role["id"]);
-  const Json fin = b.finish_chunk(engine::FinishReason::stop);
+  Usage u = usage();
+  u.queue_ms = 2.5;
+  const Json fin = b.finish_chunk(engine::FinishReason::stop, u);
   EXPECT_EQ(fin["choices"][0]["delta"], Json::object());
   EXPECT_EQ(fin["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(fin["timings"]["queue_ms"], 2.5);
+  EXPECT_EQ(fin["timings"]["prompt_n"], 6);
 }
 
 TEST(OpenAIResponse, UsageChunkHasEmptyChoicesAndOtherChunksNullUsage) {
@@ -114,7 +118,7 @@ TEST(OpenAIResponse, CompletionChunksCarryText) {
   const Json d = b.delta_chunk({token('x')});
   EXPECT_EQ(d["object"], "text_completion");
   EXPECT_EQ(d["choices"][0]["text"], "x");
-  const Json f = b.finish_chunk(engine::FinishReason::length);
+  const Json f = b.finish_chunk(engine::FinishReason::length, usage());
   EXPECT_EQ(f["choices"][0]["text"], "");
   EXPECT_EQ(f["choices"][0]["finish_reason"], "length");
 }

@@ -93,7 +93,10 @@ def test_random_workload_report_matches_the_server(cohort_bin, server):
     assert s["itl_ms"]["n"] == n_gaps
     assert s["ttft_ms"]["n"] == 6 and s["ttft_ms"]["p50"] <= s["ttft_ms"]["max"] <= s["e2e_ms"]["max"]
     assert s["makespan_s"] >= max(r["end_s"] for r in reqs) - min(r["send_s"] for r in reqs) - 1e-9
-    assert "queue_ms" not in s  # cohort's stream does not report one
+    # the server's queue wait (its last chunk's timings) ends before the first token
+    assert s["queue_ms"]["n"] == 6
+    for r in reqs:
+        assert 0 <= r["server_queue_ms"] <= (r["first_token_s"] - r["send_s"]) * 1e3 + 1
 
 
 def test_scenario_is_sent_at_its_times_and_reported_in_markdown(cohort_bin, server, tmp_path):
