@@ -8,6 +8,10 @@ scripts/plot_itl.py.
 
     scripts/bench_serve_policies.py -m "$(scripts/default_model.py)" --out /tmp/bs -b 512 -t 1 \\
         bench/scenarios/unequal-pair.json bench/scenarios/long-prompt-mid-decode.json
+
+A Poisson mix (vllm's random dataset) is the pseudo-scenario
+`poisson:N:RATE:IN:OUT` (N requests at RATE per second, prompt and output
+lengths uniform within +-50% of IN and OUT tokens, seed 1).
 """
 import argparse
 import json
@@ -52,7 +56,7 @@ def run_one(args, scenario, policy, out_path):
         proc = subprocess.Popen(serve, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_ready(f"http://127.0.0.1:{port}", proc)
-        cmd = [args.cohort, "bench-serve", "--port", str(port), "--scenario", str(scenario), "--label", policy,
+        cmd = [args.cohort, "bench-serve", "--port", str(port), *workload_flags(scenario), "--label", policy,
                "--save-result", str(out_path), "-o", "md"]
         print("$ " + " ".join(cmd), file=sys.stderr)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
@@ -62,7 +66,22 @@ def run_one(args, scenario, policy, out_path):
     return json.loads(out_path.read_text())
 
 
+def workload_flags(scenario):
+    if not str(scenario).startswith("poisson:"):
+        return ["--scenario", str(scenario)]
+    n, rate, n_in, n_out = str(scenario).split(":")[1:]
+    return ["--num-prompts", n, "--request-rate", rate, "--arrival", "poisson", "--seed", "1",
+            "--random-input-len", n_in, "--random-output-len", n_out, "--random-range-ratio", "0.5"]
+
+
+def scenario_name(scenario):
+    text = str(scenario)
+    return text.replace(":", "-") if text.startswith("poisson:") else scenario.stem
+
+
 def per_request(report):
+    if len(report["requests"]) > 4:
+        return "-"
     parts = []
     for r in report["requests"]:
         c = r["chunk_s"]
@@ -73,7 +92,7 @@ def per_request(report):
 
 
 def table(scenario, reports):
-    print(f"\n{scenario.name}\n")
+    print(f"\n{scenario_name(scenario)}\n")
     print("| policy | TTFT p50 / p99 (ms) | ITL p50 / p99 / max (ms) | makespan (s) | PP tok/s | TG tok/s "
           "| per request (ms) |")
     print("|---|---:|---:|---:|---:|---:|---|")
@@ -101,7 +120,7 @@ def main():
     for scenario in args.scenarios:
         reports = []
         for policy in args.policies.split(","):
-            out = args.out / f"{scenario.stem}-{policy}.json"
+            out = args.out / f"{scenario_name(scenario)}-{policy}.json"
             reports.append((policy, run_one(args, scenario, policy, out)))
         table(scenario, reports)
 
