@@ -4,6 +4,8 @@
 #include <cctype>
 #include <charconv>
 
+#include "common/http_text.h"
+
 namespace cohort::server {
 namespace {
 
@@ -17,27 +19,9 @@ bool is_token(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), is_token_char);
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-// Splits off the next line (without CR LF / LF); false at the end.
-bool next_line(std::string_view& rest, std::string_view& line) {
-  if (rest.empty()) return false;
-  const size_t nl = rest.find('\n');
-  line = rest.substr(0, nl);
-  rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  return true;
-}
+using http_text::lower;
+using http_text::next_line;
+using http_text::trim;
 
 HeadParseResult failure(int status, std::string error) {
   HeadParseResult r;

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "common/http_text.h"
 
 namespace cohort::tools {
 namespace {
@@ -25,27 +26,9 @@ constexpr size_t kMaxHeadBytes = 64 * 1024;  // a response head larger than this
 constexpr size_t kMaxChunkLine = 1024;       // a chunk-size or trailer line
 constexpr size_t kReadBuffer = 64 * 1024;
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-// Splits off the next line (without CR LF / LF); false at the end.
-bool next_line(std::string_view& rest, std::string_view& line) {
-  if (rest.empty()) return false;
-  const size_t nl = rest.find('\n');
-  line = rest.substr(0, nl);
-  rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  return true;
-}
+using http_text::lower;
+using http_text::next_line;
+using http_text::trim;
 
 template <typename Int>
 bool parse_int(std::string_view s, Int& out, int base = 10) {
