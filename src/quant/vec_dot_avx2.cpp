@@ -144,6 +144,23 @@ struct ActScales {
   const float* s = nullptr;
 };
 
+// The whole-block integer sums of `count` (1..8) consecutive blocks as F32
+// lanes (block j in lane j; lanes from `count` on are zero).
+template <Kind k>
+COHORT_AVX2_INLINE __m256 block_sums8(const typename Fmt<k>::W* w, const typename Fmt<k>::A* a,
+                                      int64_t count) {
+  __m256i p[8];
+  for (int64_t j = 0; j < 8; ++j) {
+    if (j < count) {
+      const __m256i av = loadu(a[j].qs);
+      p[j] = ilanes<k>(weight_bytes<k>(w[j]), __m256i{}, av, eight_times<k>(av));
+    } else {
+      p[j] = _mm256_setzero_si256();
+    }
+  }
+  return _mm256_cvtepi32_ps(hsum8_epi32(p));
+}
+
 template <Kind k>
 void matvec_row(const typename Fmt<k>::W* w, const typename Fmt<k>::A* a, const ActScales& as,
                 int64_t n_blocks, float* y) {
@@ -166,17 +183,8 @@ void matvec_row(const typename Fmt<k>::W* w, const typename Fmt<k>::A* a, const 
     }
     if constexpr (one_chain(k)) {
       // The group's whole-block sums side by side, then the chain block by block.
-      __m256i p[8];
-      for (int64_t j = 0; j < 8; ++j) {
-        if (j < count) {
-          const __m256i av = loadu(a[g + j].qs);
-          p[j] = ilanes<k>(weight_bytes<k>(w[g + j]), __m256i{}, av, eight_times<k>(av));
-        } else {
-          p[j] = _mm256_setzero_si256();
-        }
-      }
       alignas(32) float sums[8];
-      _mm256_store_ps(sums, _mm256_cvtepi32_ps(hsum8_epi32(p)));
+      _mm256_store_ps(sums, block_sums8<k>(w + g, a + g, count));
       for (int64_t j = 0; j < count; ++j) chain = std::fma(sums[j], dd[j], chain);
       continue;
     }
@@ -209,16 +217,7 @@ void matvec_chains(const void* rows, size_t row_stride, int64_t n_rows, const ty
   alignas(32) float sums[4][kChunk], prods[4][kChunk];
   auto fill = [&](int64_t r, int64_t g, int64_t count) COHORT_AVX2_LAMBDA_INLINE {
     const W* w = row_at<W>(rows, row_stride, r);
-    __m256i p[8];
-    for (int64_t j = 0; j < 8; ++j) {
-      if (j < count) {
-        const __m256i av = loadu(a[g + j].qs);
-        p[j] = ilanes<k>(weight_bytes<k>(w[g + j]), __m256i{}, av, eight_times<k>(av));
-      } else {
-        p[j] = _mm256_setzero_si256();
-      }
-    }
-    _mm256_store_ps(sums[r % 4] + g, _mm256_cvtepi32_ps(hsum8_epi32(p)));
+    _mm256_store_ps(sums[r % 4] + g, block_sums8<k>(w + g, a + g, count));
     _mm256_store_ps(prods[r % 4] + g,
                     _mm256_mul_ps(gather_half8(w + g, offsetof(W, d), count), _mm256_load_ps(act_d + g)));
   };
