@@ -6,13 +6,12 @@ unreachable server end with a clear `error:` line and a non-zero status."""
 import json
 import re
 import socket
-import subprocess
-import time
 import urllib.request
 
 import pytest
 
 from conftest import run_cohort
+from test_phase_trace import server as serve
 
 
 def _free_port():
@@ -24,28 +23,9 @@ def _free_port():
 @pytest.fixture(scope="module")
 def server(cohort_bin, default_model, tmp_path_factory):
     """(url, port) of `cohort serve` with 4 slots on a free port."""
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    log_path = tmp_path_factory.mktemp("bench_serve") / "serve.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen([str(cohort_bin), "serve", "-m", str(default_model), "--port", str(port),
-                                 "-np", "4", "-c", "2048"], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            assert proc.poll() is None, log_path.read_text()
-            assert time.monotonic() < deadline, log_path.read_text()
-            time.sleep(0.1)
-        yield url, port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
+    with serve(cohort_bin, default_model, tmp_path_factory.mktemp("bench_serve"), "cohort",
+               batch=512) as (url, _):
+        yield url, int(url.rsplit(":", 1)[1])
 
 
 def metrics(url):
