@@ -148,15 +148,22 @@ int cmd_dot(const Args& a) {
   return 0;
 }
 
-int cmd_quantize(const Args& a) {
-  need(a, 1, "quantize TYPE");
-  const TensorType type = parse_type(a.positional[0]);
+// stdin as float32 values, a whole number of `type`'s blocks.
+std::vector<float> read_stdin_blocks(TensorType type) {
   const std::vector<uint8_t> in = read_stdin();
   if (in.size() % sizeof(float) != 0) fail("{} bytes of input is not a whole number of float32", in.size());
   std::vector<float> x(in.size() / sizeof(float));
   copy_bytes(x.data(), in.data(), in.size());
   const auto n = static_cast<int64_t>(x.size());
   if (n % cohort::gguf::traits(type).block_size != 0) fail("{} values is not a multiple of the block size", n);
+  return x;
+}
+
+int cmd_quantize(const Args& a) {
+  need(a, 1, "quantize TYPE");
+  const TensorType type = parse_type(a.positional[0]);
+  const std::vector<float> x = read_stdin_blocks(type);
+  const auto n = static_cast<int64_t>(x.size());
   std::vector<uint8_t> out(cohort::gguf::row_bytes(type, n));
   quant::quantize(type, x.data(), out.data(), n);
   write_stdout(out.data(), out.size());
@@ -218,12 +225,8 @@ int cmd_act_quantize(const Args& a) {
   need(a, 1, "act-quantize WTYPE [--isa scalar|avx2]");
   const TensorType type = parse_type(a.positional[0]);
   if (!quant::has_vec_dot(type)) fail("no integer dot product for {}", a.positional[0]);
-  const std::vector<uint8_t> in = read_stdin();
-  if (in.size() % sizeof(float) != 0) fail("{} bytes of input is not a whole number of float32", in.size());
-  std::vector<float> x(in.size() / sizeof(float));
-  copy_bytes(x.data(), in.data(), in.size());
+  const std::vector<float> x = read_stdin_blocks(type);
   const auto n = static_cast<int64_t>(x.size());
-  if (n % cohort::gguf::traits(type).block_size != 0) fail("{} values is not a multiple of the block size", n);
   std::vector<uint8_t> out(quant::activation_row_bytes(type, n));
   quant::quantize_activations(type, x.data(), out.data(), n);
   write_stdout(out.data(), out.size());
