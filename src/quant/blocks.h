@@ -12,6 +12,13 @@
 
 #include <cstdint>
 
+// The layout helpers below are shared with the CUDA kernels (backend/cuda).
+#if defined(__CUDACC__)
+#define COHORT_HOST_DEVICE __host__ __device__
+#else
+#define COHORT_HOST_DEVICE
+#endif
+
 namespace cohort::quant {
 
 inline constexpr int kQK = 32;    // elements per block of the 32-element formats
@@ -101,7 +108,7 @@ static_assert(sizeof(BlockQ8_K) == 292 && alignof(BlockQ8_K) == 4);
 //   bytes 0-3:  sc[0..3] in the low 6 bits, top 2 bits = bits 4-5 of sc[4..7]
 //   bytes 4-7:  m[0..3]  in the low 6 bits, top 2 bits = bits 4-5 of m[4..7]
 //   bytes 8-11: low nibble = bits 0-3 of sc[4..7], high nibble = bits 0-3 of m[4..7]
-inline void unpack_scale_min(const uint8_t* packed, int j, uint8_t& sc, uint8_t& m) {
+COHORT_HOST_DEVICE inline void unpack_scale_min(const uint8_t* packed, int j, uint8_t& sc, uint8_t& m) {
   if (j < 4) {
     sc = packed[j] & 63;
     m = packed[j + 4] & 63;

@@ -18,5 +18,6 @@ void register_run(CLI::App& app);
 void register_serve(CLI::App& app);
 void register_perplexity(CLI::App& app);
 void register_bench_serve(CLI::App& app);
+void register_devices(CLI::App& app);
 
 }  // namespace cohort::tools

@@ -1,0 +1,141 @@
+// One thread per output element. Every product and sum is rounded on its own
+// (__fmul_rn / __fadd_rn / __fsub_rn, never contracted to an FMA), in the
+// order of quant/dequantize.cpp, so results equal the CPU's bit for bit.
+#include "backend/cuda/dequantize_kernels.h"
+
+#include <algorithm>
+
+#include <cuda_fp16.h>
+
+#include "backend/cuda/cuda_check.h"
+#include "quant/blocks.h"
+
+namespace cohort::cuda::kernels {
+namespace {
+
+using gguf::TensorType;
+using quant::kQK;
+using quant::kQKK;
+
+__device__ float half_bits(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+
+struct DecodeF32 {
+  __device__ float operator()(const void* src, int64_t i) const {
+    return static_cast<const float*>(src)[i];
+  }
+};
+
+struct DecodeF16 {
+  __device__ float operator()(const void* src, int64_t i) const {
+    return half_bits(static_cast<const uint16_t*>(src)[i]);
+  }
+};
+
+struct DecodeBF16 {
+  __device__ float operator()(const void* src, int64_t i) const {
+    return __uint_as_float(static_cast<uint32_t>(static_cast<const uint16_t*>(src)[i]) << 16);
+  }
+};
+
+struct DecodeQ8_0 {
+  __device__ float operator()(const void* src, int64_t i) const {
+    const auto& b = static_cast<const quant::BlockQ8_0*>(src)[i / kQK];
+    return __fmul_rn(static_cast<float>(b.qs[i % kQK]), half_bits(b.d));
+  }
+};
+
+// Element j of a 32-element block of packed nibbles: low nibbles first.
+__device__ int nibble(const uint8_t* qs, int j) {
+  return j < kQK / 2 ? (qs[j] & 0xF) : (qs[j - kQK / 2] >> 4);
+}
+
+struct DecodeQ4_0 {
+  __device__ float operator()(const void* src, int64_t i) const {
+    const auto& b = static_cast<const quant::BlockQ4_0*>(src)[i / kQK];
+    return __fmul_rn(half_bits(b.d), static_cast<float>(nibble(b.qs, static_cast<int>(i % kQK)) - 8));
+  }
+};
+
+struct DecodeQ4_1 {
+  __device__ float operator()(const void* src, int64_t i) const {
+    const auto& b = static_cast<const quant::BlockQ4_1*>(src)[i / kQK];
+    const float q = static_cast<float>(nibble(b.qs, static_cast<int>(i % kQK)));
+    return __fadd_rn(__fmul_rn(half_bits(b.d), q), half_bits(b.m));
+  }
+};
+
+// (d * sc) * q - (dmin * m) for element r of a Q4_K/Q5_K super-block whose
+// 4-bit part is `low` and fifth bit `high`.
+template <typename Block>
+__device__ float k_value(const Block& b, int r, int high) {
+  const int j = r / 32;
+  uint8_t sc = 0, m = 0;
+  quant::unpack_scale_min(b.scales, j, sc, m);
+  const int low = (b.qs[32 * (j / 2) + r % 32] >> (4 * (j % 2))) & 0xF;
+  const float dl = __fmul_rn(half_bits(b.d), static_cast<float>(sc));
+  const float ml = __fmul_rn(half_bits(b.dmin), static_cast<float>(m));
+  return __fsub_rn(__fmul_rn(dl, static_cast<float>(low | (high << 4))), ml);
+}
+
+struct DecodeQ4_K {
+  __device__ float operator()(const void* src, int64_t i) const {
+    const auto& b = static_cast<const quant::BlockQ4_K*>(src)[i / kQKK];
+    return k_value(b, static_cast<int>(i % kQKK), 0);
+  }
+};
+
+struct DecodeQ5_K {
+  __device__ float operator()(const void* src, int64_t i) const {
+    const auto& b = static_cast<const quant::BlockQ5_K*>(src)[i / kQKK];
+    const int r = static_cast<int>(i % kQKK);
+    return k_value(b, r, (b.qh[r % 32] >> (r / 32)) & 1);
+  }
+};
+
+struct DecodeQ6_K {
+  __device__ float operator()(const void* src, int64_t i) const {
+    const auto& b = static_cast<const quant::BlockQ6_K*>(src)[i / kQKK];
+    const int e = static_cast<int>(i % kQKK);
+    const int h = e / 128, r = e % 128;
+    const int lo = (b.ql[64 * h + r % 64] >> (4 * (r / 64))) & 0xF;
+    const int hi = (b.qh[32 * h + r % 32] >> (2 * (r / 32))) & 3;
+    const float dl = __fmul_rn(half_bits(b.d), static_cast<float>(b.scales[e / 16]));
+    return __fmul_rn(dl, static_cast<float>((lo | (hi << 4)) - 32));
+  }
+};
+
+template <typename Decode>
+__global__ void dequantize_kernel(const void* src, float* dst, int64_t n) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    dst[i] = Decode{}(src, i);
+  }
+}
+
+template <typename Decode>
+void launch(const void* src, float* dst, int64_t n, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  constexpr int64_t kMaxBlocks = 1 << 16;  // grid-stride beyond this
+  const auto blocks = static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks));
+  dequantize_kernel<Decode><<<blocks, kThreads, 0, stream>>>(src, dst, n);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+DequantizeLauncher dequantize_launcher(TensorType type) {
+  switch (type) {
+    case TensorType::F32: return launch<DecodeF32>;
+    case TensorType::F16: return launch<DecodeF16>;
+    case TensorType::BF16: return launch<DecodeBF16>;
+    case TensorType::Q8_0: return launch<DecodeQ8_0>;
+    case TensorType::Q4_0: return launch<DecodeQ4_0>;
+    case TensorType::Q4_1: return launch<DecodeQ4_1>;
+    case TensorType::Q4_K: return launch<DecodeQ4_K>;
+    case TensorType::Q5_K: return launch<DecodeQ5_K>;
+    case TensorType::Q6_K: return launch<DecodeQ6_K>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace cohort::cuda::kernels
