@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 
 namespace cohort::tokenizer {
 
@@ -49,12 +50,21 @@ namespace {
 
 bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
 
+// First occurrence of needle in text[from, end), or npos. glibc's memmem:
+// std::string_view::find stops at every byte equal to the needle's first
+// (a space, for the space-run tokens of Gemma's vocabulary) and compares the
+// rest there, which costs far more on plain prose.
+size_t find_in(std::string_view text, size_t from, size_t end, std::string_view needle) {
+  const void* hit = memmem(text.data() + from, end - from, needle.data(), needle.size());
+  return hit == nullptr ? std::string_view::npos : static_cast<size_t>(static_cast<const char*>(hit) - text.data());
+}
+
 // Splits one raw fragment at every occurrence of `token`'s text.
 void split_fragment(const Fragment& f, std::string_view text, int32_t token, std::string_view needle,
                     uint32_t token_attr, std::vector<Fragment>& out) {
   uint32_t begin = f.offset, length = f.length;
   for (;;) {
-    const size_t match = text.substr(0, begin + length).find(needle, begin);
+    const size_t match = find_in(text, begin, begin + length, needle);
     if (match == std::string_view::npos) {
       if (length > 0) out.push_back({kNoToken, begin, length});
       return;

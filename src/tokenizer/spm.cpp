@@ -28,6 +28,11 @@ struct Lower {
 
 constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581
 
+// piece == kSpace, without a call to memcmp (this runs once per character).
+bool is_space_mark(std::string_view piece) {
+  return piece.size() == 3 && piece[0] == kSpace[0] && piece[1] == kSpace[1] && piece[2] == kSpace[2];
+}
+
 uint64_t pack(std::string_view bytes) {
   uint64_t key = bytes.size();
   for (char c : bytes) key = (key << 8) | static_cast<uint8_t>(c);
@@ -58,7 +63,7 @@ class SpmEncoding {
  private:
   bool independent_from_previous(int32_t i) const {
     const Symbol& s = symbols_[i];
-    if (text_.substr(s.begin, s.length) != kSpace) return false;
+    if (!is_space_mark(text_.substr(s.begin, s.length))) return false;
     const Symbol& p = symbols_[i - 1];
     return !model_.joins_space(text_.substr(p.begin, p.length));
   }

@@ -1,12 +1,58 @@
 #include "tokenizer/string_index.h"
 
 #include <cassert>
-#include <functional>
+#include <cstring>
 
 namespace cohort::tokenizer {
 
+namespace {
+
+uint64_t load8(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+uint32_t load4(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// The n <= 8 bytes at p as one word, with fixed-size loads only (a memcpy of
+// a variable size is a call): two overlapping 4-byte loads cover 4..8 bytes,
+// the first, middle and last byte cover 1..3. Equal bytes give equal words,
+// and for keys of one length the converse holds too.
+uint64_t load_short(const char* p, size_t n) {
+  if (n >= 4) return load4(p) | (static_cast<uint64_t>(load4(p + n - 4)) << 32);
+  if (n == 0) return 0;
+  const auto byte = [p](size_t i) { return static_cast<uint64_t>(static_cast<uint8_t>(p[i])); };
+  return byte(0) | (byte(n / 2) << 8) | (byte(n - 1) << 16);
+}
+
+// Vocabulary keys are short (most under 16 bytes): a key equal to a stored
+// one usually fits one or two words, compared without a call to memcmp.
+bool same_bytes(const char* a, const char* b, size_t n) {
+  if (n <= 8) return load_short(a, n) == load_short(b, n);
+  if (n <= 16) return load8(a) == load8(b) && load8(a + n - 8) == load8(b + n - 8);
+  return std::memcmp(a, b, n) == 0;
+}
+
+}  // namespace
+
+// Multiply-xorshift over 8-byte words: tokens are short, so this is a few
+// instructions where std::hash (a general byte hash) is a call and a loop.
 uint32_t StringIndex::hash_of(std::string_view key) {
-  return static_cast<uint32_t>(std::hash<std::string_view>{}(key));
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  uint64_t h = key.size() * kMul;
+  size_t i = 0;
+  for (; i + 8 <= key.size(); i += 8) {
+    h = (h ^ load8(key.data() + i)) * kMul;
+    h ^= h >> 29;
+  }
+  h = (h ^ load_short(key.data() + i, key.size() - i)) * kMul;
+  h ^= h >> 32;
+  return static_cast<uint32_t>(h);
 }
 
 void StringIndex::reserve(size_t n_keys) {
@@ -31,7 +77,7 @@ size_t StringIndex::probe(std::string_view key, uint32_t hash) const {
     const Slot& s = slots_[i];
     if (s.id == kAbsent) return i;
     if (s.hash == hash && s.length == key.size() &&
-        std::string_view(arena_.data() + s.offset, s.length) == key) {
+        same_bytes(arena_.data() + s.offset, key.data(), key.size())) {
       return i;
     }
     i = (i + 1) & mask;

@@ -27,6 +27,7 @@
 #include "common/error.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
 #include "tools/commands.h"
 
 namespace cohort::tools {
@@ -77,11 +78,22 @@ std::string from_hex(const std::string& hex) {
   return out;
 }
 
-// A piece for a terminal: control characters, backslash and ill-formed bytes escaped.
+// A piece as one line of valid UTF-8: control characters and backslash
+// escaped, and so is every byte that is not part of a whole, well-formed
+// character (a token may hold half of one), as \xNN.
 std::string printable(std::string_view piece) {
   std::string out;
-  for (char c : piece) {
+  for (size_t pos = 0; pos < piece.size();) {
+    const char c = piece[pos];
     const auto b = static_cast<uint8_t>(c);
+    if (b >= 0x80) {
+      const tokenizer::LenientCodepoint cp = tokenizer::decode_lenient(piece, pos);
+      const std::string_view bytes = piece.substr(pos, cp.length);
+      const bool whole = cp.valid && tokenizer::is_valid_utf8(bytes);
+      out += whole ? std::string(bytes) : fmt::format("\\x{:02x}", b);
+      pos += whole ? bytes.size() : 1;
+      continue;
+    }
     if (c == '\\') {
       out += "\\\\";
     } else if (c == '\n') {
@@ -95,6 +107,7 @@ std::string printable(std::string_view piece) {
     } else {
       out += c;
     }
+    ++pos;
   }
   return out;
 }
