@@ -1,12 +1,16 @@
 """Corrupt and truncated GGUF files: every one must give one clear `error:`
-line and a non-zero exit, never a crash, hang or sanitizer report.
+line and a non-zero exit, never a crash, hang or sanitizer report, and no
+run's peak memory may exceed that of reading the intact file by more than the
+file's size (nothing is allocated from an unchecked count or length).
 
 Run with COHORT_BIN pointing at the ASan+UBSan build as well (scripts/test.sh
 does), so that memory errors fail the test instead of passing silently."""
+import os
 import random
 import shutil
 import struct
 import subprocess
+import tempfile
 
 import pytest
 
@@ -76,16 +80,47 @@ class HeaderMap:
         self.header_end = self.pos
 
 
+# Peak resident memory may vary this much between runs of the same input
+# (sanitizer quarantine, page-cache timing).
+RSS_SLACK = 16 << 20
+
+
 def run_info(cohort_bin, path):
-    res = subprocess.run([str(cohort_bin), "info", "-m", str(path)], capture_output=True,
-                         text=True, errors="replace", timeout=120)
+    """`cohort info -m path`, killed after 120 s; the result carries the
+    process's peak resident memory in bytes (`max_rss`), from wait4."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(["timeout", "-s", "KILL", "120", str(cohort_bin), "info", "-m",
+                                 str(path)], stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        res = subprocess.CompletedProcess(proc.args, proc.returncode,
+                                          out.read().decode(errors="replace"),
+                                          err.read().decode(errors="replace"))
+    res.max_rss = usage.ru_maxrss * 1024  # Linux reports KiB
     return res
+
+
+class RssBound:
+    """Peak memory allowed for a damaged copy of `path`: what reading the
+    intact file takes, plus the file's size."""
+
+    def __init__(self, cohort_bin, path):
+        self.base = run_info(cohort_bin, path).max_rss
+        self.size = os.path.getsize(path)
+
+    def check(self, res, what):
+        limit = self.base + self.size + RSS_SLACK
+        assert res.max_rss <= limit, f"{what}: peak memory {res.max_rss} bytes > {limit}"
 
 
 def assert_clean_error(res, what):
     assert res.returncode == 1, f"{what}: exit {res.returncode}\n{res.stderr[-2000:]}"
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), f"{what}: {res.stderr[-2000:]}"
+    # A failed allocation would mean one sized from an unchecked header value.
+    assert "out of memory" not in lines[0], f"{what}: {lines[0]}"
 
 
 def assert_no_crash(res, what):
@@ -115,10 +150,13 @@ def test_truncation_at_every_section_boundary_and_random_points(tmp_path, cohort
     cuts = sorted((c for c in cuts if c < size), reverse=True)
     work = tmp_path / "cut.gguf"
     shutil.copyfile(default_model, work)
+    bound = RssBound(cohort_bin, default_model)
     for n in cuts:  # shrinking one copy in place: no rewrite of the 100 MB file
         with open(work, "r+b") as f:
             f.truncate(n)
-        assert_clean_error(run_info(cohort_bin, work), f"truncated at {n}")
+        res = run_info(cohort_bin, work)
+        assert_clean_error(res, f"truncated at {n}")
+        bound.check(res, f"truncated at {n}")
 
 
 EXTREMES = [0, 1, 0x7F, 0xFF, 0x7FFF_FFFF, 0xFFFF_FFFF, 0x7FFF_FFFF_FFFF_FFFF,
@@ -141,6 +179,7 @@ def test_header_fields_set_to_extreme_values(tmp_path, cohort_bin, default_model
     work = tmp_path / "flip.gguf"
     shutil.copyfile(default_model, work)
     n_errors = n_ok = 0
+    bound = RssBound(cohort_bin, default_model)
     with open(work, "r+b") as f:
         for what, off, new in flipped_files(header, rng):
             f.seek(off)
@@ -150,6 +189,7 @@ def test_header_fields_set_to_extreme_values(tmp_path, cohort_bin, default_model
             f.flush()
             res = run_info(cohort_bin, work)
             assert_no_crash(res, what)
+            bound.check(res, what)
             n_errors += res.returncode == 1
             n_ok += res.returncode == 0
             f.seek(off)
@@ -161,13 +201,17 @@ def test_header_fields_set_to_extreme_values(tmp_path, cohort_bin, default_model
 def test_random_byte_mutations_of_the_header(tmp_path, cohort_bin, default_model, header):
     rng = random.Random(3)
     base = bytearray(header.data[:header.header_end + 64])
+    (tmp_path / "base.gguf").write_bytes(bytes(base))
+    bound = RssBound(cohort_bin, tmp_path / "base.gguf")
     for i in range(60):
         data = bytearray(base)
         for _ in range(rng.randint(1, 8)):
             data[rng.randrange(0, len(data))] = rng.randrange(256)
         path = tmp_path / f"m{i}.gguf"
         path.write_bytes(bytes(data))
-        assert_no_crash(run_info(cohort_bin, path), f"mutation {i}")
+        res = run_info(cohort_bin, path)
+        assert_no_crash(res, f"mutation {i}")
+        bound.check(res, f"mutation {i}")
 
 
 def test_not_a_file_and_empty_file(tmp_path, cohort_bin):
