@@ -3,5 +3,6 @@
 function(cohort_warnings target)
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion
-      -Wno-sign-conversion -Werror>)
+      -Wno-sign-conversion -Werror>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -Xcompiler=-Wall,-Wextra,-Werror>)
 endfunction()
