@@ -1,7 +1,9 @@
 """Corrupt and truncated GGUF files: every one must give one clear `error:`
 line and a non-zero exit, never a crash, hang or sanitizer report, and no
-run's peak memory may exceed that of reading the intact file by more than the
-file's size (nothing is allocated from an unchecked count or length).
+run's heap may outgrow the file (nothing is allocated from an unchecked count
+or length): peak memory stays under that of reading the intact file plus twice
+the file's size (the pages of the mapping it touched, and copies of what it
+read from them, such as metadata strings).
 
 Run with COHORT_BIN pointing at the ASan+UBSan build as well (scripts/test.sh
 does), so that memory errors fail the test instead of passing silently."""
@@ -104,14 +106,14 @@ def run_info(cohort_bin, path):
 
 class RssBound:
     """Peak memory allowed for a damaged copy of `path`: what reading the
-    intact file takes, plus the file's size."""
+    intact file takes, plus the file's size twice (mapped and copied)."""
 
     def __init__(self, cohort_bin, path):
         self.base = run_info(cohort_bin, path).max_rss
         self.size = os.path.getsize(path)
 
     def check(self, res, what):
-        limit = self.base + self.size + RSS_SLACK
+        limit = self.base + 2 * self.size + RSS_SLACK
         assert res.max_rss <= limit, f"{what}: peak memory {res.max_rss} bytes > {limit}"
 
 
