@@ -44,34 +44,43 @@ class SpmEncoding {
   SpmEncoding(const SpmModel& model, const Vocab& vocab, std::string_view text)
       : model_(model), vocab_(vocab), text_(text) {}
 
+  // Segment by segment, each split into characters, merged and emitted
+  // before the next is read: the symbols of one word stay in cache.
   void run(std::vector<int32_t>& out) {
-    split_characters();
-    const auto n = static_cast<int32_t>(symbols_.size());
-    int32_t begin = 0;
-    for (int32_t i = 1; i <= n; ++i) {
-      if (i < n && !independent_from_previous(i)) continue;
-      symbols_[begin].prev = -1;
-      symbols_[i - 1].next = -1;
-      merge(begin, i);
-      begin = i;
+    size_t segment = 0;
+    std::string_view previous;
+    for (size_t pos = 0; pos < text_.size();) {
+      const size_t n = std::min(utf8_lead_length(static_cast<uint8_t>(text_[pos])), text_.size() - pos);
+      const std::string_view piece = text_.substr(pos, n);
+      if (pos > 0 && starts_segment(previous, piece)) {
+        encode_segment(segment, pos, out);
+        segment = pos;
+      }
+      previous = piece;
+      pos += n;
     }
+    if (segment < text_.size()) encode_segment(segment, text_.size(), out);
+  }
+
+ private:
+  // A space mark starts a segment that merges independently of the text
+  // before it, unless some token joins the preceding character to a space.
+  bool starts_segment(std::string_view previous, std::string_view piece) const {
+    return is_space_mark(piece) && !model_.joins_space(previous);
+  }
+
+  void encode_segment(size_t begin, size_t end, std::vector<int32_t>& out) {
+    split_characters(begin, end);
+    merge();
     for (const Symbol& s : symbols_) {
       if (s.length > 0) emit(s, out);
     }
   }
 
- private:
-  bool independent_from_previous(int32_t i) const {
-    const Symbol& s = symbols_[i];
-    if (!is_space_mark(text_.substr(s.begin, s.length))) return false;
-    const Symbol& p = symbols_[i - 1];
-    return !model_.joins_space(text_.substr(p.begin, p.length));
-  }
-
-  // The merge loop over symbols [begin, end).
-  void merge(int32_t begin, int32_t end) {
+  // The merge loop over the symbols of one segment.
+  void merge() {
     heap_.clear();
-    for (int32_t i = begin + 1; i < end; ++i) try_bigram(i - 1, i);
+    for (int32_t i = 1; i < static_cast<int32_t>(symbols_.size()); ++i) try_bigram(i - 1, i);
     while (!heap_.empty()) {
       std::pop_heap(heap_.begin(), heap_.end(), Lower{});
       const Bigram b = heap_.back();
@@ -89,14 +98,14 @@ class SpmEncoding {
     }
   }
 
-  void split_characters() {
-    symbols_.reserve(text_.size());
-    size_t pos = 0;
-    while (pos < text_.size()) {
-      const size_t n = std::min(utf8_lead_length(static_cast<uint8_t>(text_[pos])), text_.size() - pos);
+  // symbols_ = the characters of text_[begin, end), linked in order.
+  void split_characters(size_t begin, size_t end) {
+    symbols_.clear();
+    for (size_t pos = begin; pos < end;) {
+      const size_t n = std::min(utf8_lead_length(static_cast<uint8_t>(text_[pos])), end - pos);
       const auto index = static_cast<int32_t>(symbols_.size());
-      symbols_.push_back({index - 1, pos + n < text_.size() ? index + 1 : -1,
-                          static_cast<uint32_t>(pos), static_cast<uint32_t>(n)});
+      symbols_.push_back({index - 1, pos + n < end ? index + 1 : -1, static_cast<uint32_t>(pos),
+                          static_cast<uint32_t>(n)});
       pos += n;
     }
   }
