@@ -44,22 +44,20 @@ class SpmEncoding {
   SpmEncoding(const SpmModel& model, const Vocab& vocab, std::string_view text)
       : model_(model), vocab_(vocab), text_(text) {}
 
-  // Segment by segment, each split into characters, merged and emitted
-  // before the next is read: the symbols of one word stay in cache.
+  // One walk over the characters; each segment is merged and emitted as
+  // soon as the next begins: the symbols of one word stay in cache.
   void run(std::vector<int32_t>& out) {
-    size_t segment = 0;
     std::string_view previous;
     for (size_t pos = 0; pos < text_.size();) {
       const size_t n = std::min(utf8_lead_length(static_cast<uint8_t>(text_[pos])), text_.size() - pos);
       const std::string_view piece = text_.substr(pos, n);
-      if (pos > 0 && starts_segment(previous, piece)) {
-        encode_segment(segment, pos, out);
-        segment = pos;
-      }
+      if (pos > 0 && starts_segment(previous, piece)) encode_segment(out);
+      const auto index = static_cast<int32_t>(symbols_.size());
+      symbols_.push_back({index - 1, index + 1, static_cast<uint32_t>(pos), static_cast<uint32_t>(n)});
       previous = piece;
       pos += n;
     }
-    if (segment < text_.size()) encode_segment(segment, text_.size(), out);
+    encode_segment(out);
   }
 
  private:
@@ -69,12 +67,16 @@ class SpmEncoding {
     return is_space_mark(piece) && !model_.joins_space(previous);
   }
 
-  void encode_segment(size_t begin, size_t end, std::vector<int32_t>& out) {
-    split_characters(begin, end);
+  // Merges and emits the characters gathered in symbols_ (linked in order),
+  // then empties it for the next segment.
+  void encode_segment(std::vector<int32_t>& out) {
+    if (symbols_.empty()) return;
+    symbols_.back().next = -1;
     merge();
     for (const Symbol& s : symbols_) {
       if (s.length > 0) emit(s, out);
     }
+    symbols_.clear();
   }
 
   // The merge loop over the symbols of one segment.
@@ -95,18 +97,6 @@ class SpmEncoding {
       if (right.next >= 0) symbols_[right.next].prev = b.left;
       try_bigram(left.prev, b.left);
       try_bigram(b.left, left.next);
-    }
-  }
-
-  // symbols_ = the characters of text_[begin, end), linked in order.
-  void split_characters(size_t begin, size_t end) {
-    symbols_.clear();
-    for (size_t pos = begin; pos < end;) {
-      const size_t n = std::min(utf8_lead_length(static_cast<uint8_t>(text_[pos])), end - pos);
-      const auto index = static_cast<int32_t>(symbols_.size());
-      symbols_.push_back({index - 1, pos + n < end ? index + 1 : -1, static_cast<uint32_t>(pos),
-                          static_cast<uint32_t>(n)});
-      pos += n;
     }
   }
 
