@@ -44,7 +44,12 @@ DeviceList list_devices() {
     list.none_reason = "no CUDA device is visible";
     return list;
   }
+  // query() makes each device current (cudaMemGetInfo reads the current
+  // one); the caller's current device is restored afterwards.
+  int current = 0;
+  CUDA_CHECK(cudaGetDevice(&current));
   for (int i = 0; i < count; ++i) list.devices.push_back(query(i));
+  CUDA_CHECK(cudaSetDevice(current));
   list.peer.assign(static_cast<size_t>(count), std::vector<bool>(static_cast<size_t>(count), false));
   for (int i = 0; i < count; ++i) {
     for (int j = 0; j < count; ++j) {
