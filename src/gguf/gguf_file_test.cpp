@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "gguf/gguf_file.h"
@@ -80,9 +81,9 @@ Bytes one_tensor_file(uint64_t offset = 0, uint32_t type = 0, std::vector<int64_
   return b;
 }
 
+// Unique per process: the release and sanitizer test runs may run at once.
 std::filesystem::path temp_path(const std::string& name) {
-  return std::filesystem::temp_directory_path() /
-         (name + "." + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  return std::filesystem::temp_directory_path() / (name + "." + std::to_string(::getpid()));
 }
 
 TEST(GgufFile, ValidMinimalFileParses) {

@@ -15,6 +15,9 @@ import urllib.request
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+# The servers under test listen on loopback; a proxy in the environment must not
+# see their requests (urllib, requests and httpx all honour these variables).
+os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
 
 
 def _default_model() -> pathlib.Path:
@@ -48,7 +51,7 @@ def default_model() -> pathlib.Path:
 def run_cohort(cohort_bin, *args, check=True, timeout=600, **kw):
     """Runs the binary; returns CompletedProcess with text output."""
     res = subprocess.run([str(cohort_bin), *map(str, args)], capture_output=True, text=True,
-                         timeout=timeout, **kw)
+                         encoding="utf-8", timeout=timeout, **kw)
     if check and res.returncode != 0:
         raise AssertionError(f"cohort {' '.join(map(str, args))} failed ({res.returncode}):\n"
                              f"{res.stderr}")
