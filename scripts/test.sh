@@ -1,41 +1,120 @@
 #!/usr/bin/env bash
-# The whole test suite: installs and builds (scripts/setup.sh), then
-#   1. C++ unit tests (release build),
-#   2. the same unit tests under AddressSanitizer + UndefinedBehaviorSanitizer,
-#   3. Python tests against reference implementations (gguf, llama-cpp-python),
-#      with the release binary and, for the adversarial-file tests, the
-#      sanitizer binary,
-#   4. the GGUF reader fuzzer (libFuzzer, ASan + UBSan) for a fixed number of runs.
+# The whole test suite. Installs and builds (scripts/setup.sh, then the
+# test-only packages), then:
+#   1. the release lane: C++ unit tests; Python tests against the reference
+#      implementations (gguf, llama-cpp-python, openai); the llama.cpp
+#      comparisons once more against llama.cpp built without AVX-512
+#      (scripts/llama_cpp_variant.sh), whatever this CPU has. Beside it, at the
+#      lowest CPU priority, the sanitizer and fuzzer builds: compiling is not
+#      timing-sensitive, takes the cores the tests leave idle (their servers'
+#      waits, single-threaded steps), and leaves the tests' timing as on an
+#      idle machine;
+#   2. the checked lane: the unit tests under AddressSanitizer +
+#      UndefinedBehaviorSanitizer, then the adversarial-file tests with that
+#      binary beside the GGUF reader fuzzer (libFuzzer, one core, a fixed
+#      number of runs).
+# Logs of the side-by-side parts are in build-logs/; the time of every stage
+# is printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 JOBS=$(nproc)
+LOGS=$ROOT/build-logs
+rm -rf "$LOGS"
+mkdir -p "$LOGS"
+source scripts/apt_install.sh
+export NO_PROXY=127.0.0.1,localhost no_proxy=127.0.0.1,localhost  # the tests' servers are local
 
-scripts/setup.sh
+# stage NAME CMD...: runs CMD, appending "seconds NAME" to the lane's timing file.
+stage() {
+  local name=$1 t0=$SECONDS
+  shift
+  echo "== $name"
+  "$@"
+  printf '%6d  %s\n' $((SECONDS - t0)) "$name" >>"$TIMES"
+}
 
-echo "== unit tests (release)"
-ctest --test-dir build --output-on-failure -j "$JOBS"
+install_test_deps() {
+  apt_install clang libclang-rt-14-dev
+  python3 -m pip install -q --disable-pip-version-check -r tests/requirements.txt
+  scripts/llama_cpp_variant.sh native
+  LLAMA_AVX2=$(scripts/llama_cpp_variant.sh avx2)
+}
 
-echo "== unit tests (ASan + UBSan)"
-cmake -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOHORT_SANITIZE=ON \
-  -DCOHORT_CUDA=OFF >/dev/null
-cmake --build build-asan -j "$JOBS"
-ctest --test-dir build-asan --output-on-failure -j "$JOBS"
+release_lane() {
+  stage "unit tests (release)" ctest --test-dir build --output-on-failure -j "$JOBS" --timeout 600
+  stage "python tests" python3 -m pytest -q tests/python
+  stage "llama.cpp comparisons against AVX2 llama.cpp" env PYTHONPATH="$LLAMA_AVX2" \
+    python3 -m pytest -q -s tests/python/test_forward_reference.py \
+    tests/python/test_generation_reference.py tests/python/test_perplexity.py
+}
 
-echo "== python tests"
-python3 -m pytest -q tests/python
-COHORT_BIN=$ROOT/build-asan/bin/cohort python3 -m pytest -q tests/python/test_gguf_adversarial.py
+build_asan() {
+  cmake -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOHORT_SANITIZE=ON \
+    -DCOHORT_CUDA=OFF >/dev/null
+  cmake --build build-asan -j "$JOBS"
+}
 
-echo "== fuzzing the GGUF reader"
-CC=clang CXX=clang++ cmake -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCOHORT_FUZZ=ON -DCOHORT_TESTS=OFF -DCOHORT_CUDA=OFF >/dev/null
-cmake --build build-fuzz -j "$JOBS" --target gguf_fuzz
-rm -rf build-fuzz/corpus build-fuzz/seeds
-python3 tests/fuzz/make_corpus.py build-fuzz/seeds
-mkdir -p build-fuzz/corpus
-build-fuzz/bin/gguf_fuzz -seed=1 -runs="${COHORT_FUZZ_RUNS:-200000}" -max_len=4096 \
-  -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 build-fuzz/corpus build-fuzz/seeds \
-  2>build-fuzz/fuzz.log || { tail -40 build-fuzz/fuzz.log; exit 1; }
-grep -E "^Done|stat::number_of_executed_units" build-fuzz/fuzz.log
+build_fuzzer() {
+  CC=clang CXX=clang++ cmake -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCOHORT_FUZZ=ON -DCOHORT_TESTS=OFF -DCOHORT_CUDA=OFF >/dev/null
+  cmake --build build-fuzz -j "$JOBS" --target gguf_fuzz
+}
 
+# Inputs of at most 4 KiB parse in microseconds even under ASan, so one
+# second is ample; crash files go to build-fuzz/artifacts/.
+run_fuzzer() {
+  rm -rf build-fuzz/corpus build-fuzz/seeds build-fuzz/artifacts
+  python3 tests/fuzz/make_corpus.py build-fuzz/seeds
+  mkdir -p build-fuzz/corpus build-fuzz/artifacts
+  build-fuzz/bin/gguf_fuzz -seed=1 -runs="${COHORT_FUZZ_RUNS:-200000}" -max_len=4096 \
+    -rss_limit_mb=2048 -timeout=1 -print_final_stats=1 -artifact_prefix=build-fuzz/artifacts/ \
+    build-fuzz/corpus build-fuzz/seeds 2>build-fuzz/fuzz.log ||
+    { tail -40 build-fuzz/fuzz.log; ls -l build-fuzz/artifacts; return 1; }
+  grep -E "^Done|stat::number_of_executed_units" build-fuzz/fuzz.log
+}
+
+side_builds() {
+  stage "ASan + UBSan build" build_asan
+  stage "fuzzer build" build_fuzzer
+}
+
+checked_lane() {
+  stage "unit tests (ASan + UBSan)" ctest --test-dir build-asan --output-on-failure -j "$JOBS" \
+    --timeout 900
+  (TIMES=$LOGS/times-4-fuzz.txt; stage "GGUF reader fuzzing" run_fuzzer) >"$LOGS/fuzz.log" 2>&1 &
+  local fuzz_pid=$!
+  stage "adversarial GGUF tests (ASan + UBSan)" env COHORT_BIN="$ROOT/build-asan/bin/cohort" \
+    python3 -m pytest -q tests/python/test_gguf_adversarial.py
+  wait "$fuzz_pid" || { cat "$LOGS/fuzz.log"; return 1; }
+  cat "$LOGS/fuzz.log"
+}
+
+TIMES=$LOGS/times-0-setup.txt
+t_start=$SECONDS
+stage "setup.sh (build)" scripts/setup.sh
+stage "test-only packages" install_test_deps
+
+echo "== release lane, and beside it the sanitizer and fuzzer builds (build-logs/side-builds.log)"
+(TIMES=$LOGS/times-2-side-builds.txt; renice -n 19 $BASHPID >/dev/null; side_builds) \
+  >"$LOGS/side-builds.log" 2>&1 &
+builds_pid=$!
+status=0
+# Each lane runs in a subshell of its own, started in the background and
+# waited for: a function called on the left of || would run with errexit off.
+(TIMES=$LOGS/times-1-release.txt; release_lane) 2>&1 | tee "$LOGS/release.log" &
+wait $! || status=1
+wait "$builds_pid" || { status=1; echo "== sanitizer/fuzzer builds FAILED:"; tail -80 "$LOGS/side-builds.log"; }
+if ((status == 0)); then
+  (TIMES=$LOGS/times-3-checked.txt; checked_lane) &
+  wait $! || status=1
+fi
+
+for f in "$LOGS"/times-*.txt; do
+  echo "== stage times (s), $(basename "$f" .txt | cut -d- -f3) lane"
+  cat "$f"
+done
+echo "== total $((SECONDS - t_start)) s"
+((status == 0)) || { echo "== tests FAILED"; exit 1; }
+grep -hE "^[0-9]+ passed|llama.cpp built" "$LOGS/release.log" | sort | uniq -c || true
 echo "== all tests passed"
