@@ -6,14 +6,12 @@
 // relies on this, since a token attends to the earlier positions of its
 // sequence, which an earlier row or micro-batch has stored in the KV cache.
 //
-// A micro-batch (UBatch, `-ub`) is a contiguous range of rows: the forward
-// runs micro-batches one after another, in order, so the order rule above
-// holds across them as well. UBatch is a non-owning view: valid while the
-// Batch lives and is not modified.
+// The decoder runs a batch as consecutive micro-batches of at most -ub rows,
+// in order, so the order rule above holds across them as well (see
+// engine/step_builder.h, which turns one into the forward's step input).
 //
 // Logits are produced only for rows with want_logits set; output row j of a
-// step's logits belongs to the j-th such row of the batch (output_offset
-// places a micro-batch's outputs in the batch's output buffer).
+// step's logits belongs to the j-th such row of the batch.
 //
 // Thread safety: plain data, no internal synchronization.
 #pragma once
@@ -45,29 +43,22 @@ struct Batch {
   void reserve(int n_tokens);
 };
 
-// Throws cohort::Error naming the row if the arrays differ in length, a token
-// is outside [0, n_vocab), a position is negative, or a sequence's positions
-// are not consecutive and increasing within the batch.
-void validate(const Batch& batch, int n_vocab);
-
-struct UBatch {
-  std::span<const int32_t> tokens;       // [n_tokens]
-  std::span<const int32_t> positions;    // [n_tokens]
-  std::span<const int32_t> seq_ids;      // [n_tokens]
-  std::span<const uint8_t> want_logits;  // [n_tokens]
-  int offset = 0;         // index of the first row in the batch
-  int output_offset = 0;  // outputs (want_logits rows) of the batch before this one
-
-  int n_tokens() const { return static_cast<int>(tokens.size()); }
-  int n_outputs() const;
+// The positions one sequence has in a batch: rows of `seq` hold positions
+// first, first + 1, ..., last.
+struct SeqSpan {
+  int32_t seq = 0;
+  int32_t first = 0;
+  int32_t last = 0;
 };
 
-// Rows [begin, end) of `batch` as a view. REQUIRES: 0 <= begin <= end <= n_tokens.
-// Its output_offset is found by counting rows, O(begin).
-UBatch view(const Batch& batch, int begin, int end);
-
-// Consecutive micro-batches of at most n_ubatch rows, in order, covering the
-// batch (none for an empty batch). Throws cohort::Error if n_ubatch < 1.
-std::vector<UBatch> split_ubatches(const Batch& batch, int n_ubatch);
+// Throws cohort::Error naming the row if the arrays differ in length, a token
+// is outside [0, n_vocab), a position is negative, or a sequence's positions
+// are not consecutive and increasing within the batch. Fills `seqs` with the
+// batch's sequences in order of first appearance (its capacity is reused:
+// no allocation once it has held as many as the batch has). Cost:
+// O(n_tokens * sequences) in the worst case, O(n_tokens) when a sequence's
+// rows are adjacent.
+void validate(const Batch& batch, int n_vocab, std::vector<SeqSpan>& seqs);
+void validate(const Batch& batch, int n_vocab);
 
 }  // namespace cohort::engine

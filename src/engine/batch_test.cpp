@@ -1,4 +1,4 @@
-// Batch building, validation, and the split into micro-batches.
+// Batch building and validation.
 #include "engine/batch.h"
 
 #include <gtest/gtest.h>
@@ -35,45 +35,26 @@ TEST(Batch, ClearKeepsCapacity) {
   EXPECT_EQ(b.tokens.capacity(), capacity);
 }
 
-TEST(Batch, SplitKeepsOrderAndCoversEveryRow) {
-  const Batch b = make_batch(10);
-  const auto ubs = split_ubatches(b, 4);
-  ASSERT_EQ(ubs.size(), 3u);
-  const int sizes[] = {4, 4, 2};
-  int row = 0;
-  int outputs = 0;
-  for (size_t u = 0; u < ubs.size(); ++u) {
-    EXPECT_EQ(ubs[u].n_tokens(), sizes[u]);
-    EXPECT_EQ(ubs[u].offset, row);
-    EXPECT_EQ(ubs[u].output_offset, outputs);
-    for (int i = 0; i < ubs[u].n_tokens(); ++i, ++row) {
-      const auto r = static_cast<size_t>(row);
-      const auto k = static_cast<size_t>(i);
-      EXPECT_EQ(ubs[u].tokens[k], b.tokens[r]);
-      EXPECT_EQ(ubs[u].positions[k], b.positions[r]);
-      EXPECT_EQ(ubs[u].seq_ids[k], b.seq_ids[r]);
-      EXPECT_EQ(ubs[u].want_logits[k], b.want_logits[r]);
-    }
-    outputs += ubs[u].n_outputs();
-  }
-  EXPECT_EQ(row, 10);
-  EXPECT_EQ(outputs, b.n_outputs());
-  EXPECT_EQ(view(b, 8, 10).output_offset, ubs[2].output_offset);
-}
-
-TEST(Batch, SplitEdgeCases) {
-  EXPECT_TRUE(split_ubatches(Batch{}, 8).empty());
-  EXPECT_EQ(split_ubatches(make_batch(8), 8).size(), 1u);
-  EXPECT_EQ(split_ubatches(make_batch(8), 1).size(), 8u);
-  EXPECT_EQ(split_ubatches(make_batch(3), 100).size(), 1u);
-  EXPECT_THROW(split_ubatches(make_batch(3), 0), Error);
-}
-
 TEST(Batch, ValidateAcceptsInterleavedSequencesInPositionOrder) {
   Batch b = make_batch(10);
   EXPECT_NO_THROW(validate(b, 200));
   b.add(7, 42, 9, true);  // a new sequence may start anywhere (KV holds 0..41)
   EXPECT_NO_THROW(validate(b, 200));
+}
+
+TEST(Batch, ValidateListsSequencesInOrderOfFirstAppearance) {
+  Batch b = make_batch(6);  // seq 0: positions 0..2, seq 1: 0..2
+  b.add(7, 42, 9, true);
+  std::vector<SeqSpan> seqs;
+  validate(b, 200, seqs);
+  ASSERT_EQ(seqs.size(), 3u);
+  EXPECT_EQ(seqs[0].seq, 0);
+  EXPECT_EQ(seqs[0].last, 2);
+  EXPECT_EQ(seqs[1].seq, 1);
+  EXPECT_EQ(seqs[1].first, 0);
+  EXPECT_EQ(seqs[2].seq, 9);
+  EXPECT_EQ(seqs[2].first, 42);
+  EXPECT_EQ(seqs[2].last, 42);
 }
 
 TEST(Batch, ValidateRejectsBadRowsNamingThem) {

@@ -1,18 +1,11 @@
 #include "engine/decoder.h"
 
 #include <algorithm>
-#include <map>
-#include <thread>
 
 #include "common/error.h"
 
 namespace cohort::engine {
 namespace {
-
-int resolve_threads(int n) {
-  if (n > 0) return n;
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-}
 
 kv::KvCacheShape kv_shape(const model::HParams& hp, const DecoderOptions& o) {
   kv::KvCacheShape s;
@@ -22,6 +15,17 @@ kv::KvCacheShape kv_shape(const model::HParams& hp, const DecoderOptions& o) {
   s.n_head_kv = static_cast<int>(hp.n_head_kv);
   s.head_dim = static_cast<int>(hp.head_dim);
   return s;
+}
+
+int ubatch_size(const DecoderOptions& o) { return std::min(o.n_ubatch, o.n_batch); }
+
+std::unique_ptr<backend::Backend> make_backend(const model::HParams& hp, const DecoderOptions& o) {
+  const kv::KvCacheShape kv = kv_shape(hp, o);
+  backend::BackendOptions bo;
+  bo.n_threads = o.n_threads;
+  bo.exact = o.exact;
+  return backend::make_backend(
+      bo, model::backend_limits(hp, ubatch_size(o), int64_t{kv.n_blocks} * kv.block_size, kv));
 }
 
 }  // namespace
@@ -37,72 +41,68 @@ void DecoderOptions::validate() const {
 Decoder::Decoder(const model::Model& model, const DecoderOptions& options)
     : model_(model),
       options_((options.validate(), options)),
-      pool_(resolve_threads(options.n_threads)),
       blocks_(kv::kv_blocks_for_context(options.n_ctx, options.block_size), options.block_size),
-      kv_(kv_shape(model.hparams(), options)),
-      ws_(model.hparams(), std::min(options.n_ubatch, options.n_batch),
-          static_cast<int64_t>(blocks_.n_blocks()) * options.block_size,
-          resolve_threads(options.n_threads)) {}
+      backend_(make_backend(model.hparams(), options)),
+      ws_(*backend_, model.hparams(), ubatch_size(options)),
+      step_(ubatch_size(options), blocks_.n_blocks(), options.block_size) {
+  seqs_.reserve(static_cast<size_t>(options.n_batch));
+}
 
-void Decoder::reserve_kv(const Batch& batch) {
-  // Positions each sequence needs room for: one past its largest position.
-  // A sequence's first position in the batch must continue what is written.
-  std::map<kv::SeqId, int> needed;
-  for (int i = 0; i < batch.n_tokens(); ++i) {
-    const kv::SeqId seq = batch.seq_ids[static_cast<size_t>(i)];
-    const int pos = batch.positions[static_cast<size_t>(i)];
-    auto [it, first] = needed.emplace(seq, 0);
-    if (first) {
-      const int written = blocks_.contains(seq) ? blocks_.n_committed(seq) : 0;
-      if (pos != written) {
-        fail("sequence {} continues at position {}, but the batch starts it at {}", seq, written,
-             pos);
-      }
+void Decoder::reserve(kv::SeqId seq, int n_tokens) {
+  const bool known = blocks_.contains(seq);
+  const int have = known ? blocks_.n_tokens(seq) : 0;
+  if (known && n_tokens <= have) return;
+  const bool room = known ? blocks_.can_append(seq, n_tokens - have) : blocks_.can_allocate(seq, n_tokens);
+  if (!room) {
+    fail("out of KV cache: sequence {} needs {} more blocks of {} tokens, {} are free (raise -c)", seq,
+         blocks_.n_blocks_for(n_tokens) - blocks_.n_blocks_for(have), blocks_.block_size(),
+         blocks_.n_free_blocks());
+  }
+  if (known) {
+    blocks_.append(seq, n_tokens - have);
+  } else {
+    blocks_.allocate(seq, n_tokens);
+  }
+}
+
+void Decoder::check(const Batch& batch) {
+  validate(batch, n_vocab(), seqs_);
+  if (batch.n_tokens() > options_.n_batch) {
+    fail("batch of {} tokens exceeds -b {}", batch.n_tokens(), options_.n_batch);
+  }
+  for (const SeqSpan& s : seqs_) {
+    if (s.last >= options_.n_ctx) {
+      fail("position {} is outside the context of {} tokens (-c)", s.last, options_.n_ctx);
     }
-    it->second = std::max(it->second, pos + 1);
-  }
-  int blocks_needed = 0;
-  for (const auto& [seq, n] : needed) {
-    const int have = blocks_.contains(seq) ? blocks_.n_tokens(seq) : 0;
-    if (n > have) {
-      const int have_blocks = blocks_.n_blocks_for(have);
-      blocks_needed += blocks_.n_blocks_for(n) - have_blocks;
+    const int written = blocks_.contains(s.seq) ? blocks_.n_committed(s.seq) : 0;
+    if (s.first != written) {
+      fail("sequence {} continues at position {}, but the batch starts it at {}", s.seq, written,
+           s.first);
     }
-  }
-  if (blocks_needed > blocks_.n_free_blocks()) {
-    fail("out of KV cache: the batch needs {} more blocks of {} tokens, {} are free (raise -c)",
-         blocks_needed, blocks_.block_size(), blocks_.n_free_blocks());
-  }
-  for (const auto& [seq, n] : needed) {
-    if (!blocks_.contains(seq)) {
-      blocks_.allocate(seq, n);
-    } else if (n > blocks_.n_tokens(seq)) {
-      blocks_.append(seq, n - blocks_.n_tokens(seq));
+    const int room = blocks_.contains(s.seq) ? blocks_.n_tokens(s.seq) : 0;
+    if (s.last >= room) {
+      fail("sequence {} has KV room for {} positions, the batch writes position {} (reserve first)",
+           s.seq, room, s.last);
     }
   }
 }
 
 std::span<const float> Decoder::decode(const Batch& batch) {
-  validate(batch, n_vocab());
-  if (batch.n_tokens() > options_.n_batch) {
-    fail("batch of {} tokens exceeds -b {}", batch.n_tokens(), options_.n_batch);
-  }
-  for (int i = 0; i < batch.n_tokens(); ++i) {
-    if (batch.positions[static_cast<size_t>(i)] >= options_.n_ctx) {
-      fail("position {} is outside the context of {} tokens (-c)",
-           batch.positions[static_cast<size_t>(i)], options_.n_ctx);
-    }
-  }
-  reserve_kv(batch);
-  const size_t n_vocab = static_cast<size_t>(this->n_vocab());
-  const size_t need = static_cast<size_t>(batch.n_outputs()) * n_vocab;
+  check(batch);
+  const int64_t n_vocab = this->n_vocab();
+  const size_t need = static_cast<size_t>(batch.n_outputs()) * static_cast<size_t>(n_vocab);
   if (logits_.size() < need) logits_.resize(need);
-  model::ForwardContext ctx{model_.hparams(), pool_, kv_, blocks_, comm_, ws_, options_.exact};
-  for (const UBatch& ub : split_ubatches(batch, std::min(options_.n_ubatch, options_.n_batch))) {
-    model::UBatch mub{ub.tokens, ub.positions, ub.seq_ids, ub.want_logits};
-    model_.forward(ctx, mub, logits_.data() + static_cast<size_t>(ub.output_offset) * n_vocab);
-    for (int i = 0; i < ub.n_tokens(); ++i) {
-      blocks_.commit(ub.seq_ids[static_cast<size_t>(i)], ub.tokens.subspan(static_cast<size_t>(i), 1));
+  const int n_ub = ubatch_size(options_);
+  int32_t n_out = 0;  // logit rows written by earlier micro-batches
+  for (int begin = 0; begin < batch.n_tokens(); begin += n_ub) {
+    const int end = std::min(begin + n_ub, batch.n_tokens());
+    const backend::StepInput& in = step_.build(batch, begin, end, blocks_);
+    model::ForwardContext ctx{model_.hparams(), *backend_, comm_, ws_, in};
+    const std::span<float> out = std::span(logits_).subspan(static_cast<size_t>(n_out) * static_cast<size_t>(n_vocab));
+    model_.forward(ctx, backend::host_f32(out, in.n_logits(), n_vocab));
+    n_out += in.n_logits();
+    for (int i = begin; i < end; ++i) {
+      blocks_.commit(batch.seq_ids[static_cast<size_t>(i)], std::span(batch.tokens).subspan(static_cast<size_t>(i), 1));
     }
   }
   return {logits_.data(), need};

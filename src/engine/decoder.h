@@ -1,12 +1,16 @@
 // Runs batches through a model: the engine's one step.
 //
-// A Decoder owns everything a forward needs besides the weights: the thread
-// pool, the paged KV cache and its block manager, the activation workspace
-// and the logits buffer, all sized at construction (`-c`, `-b`, `-ub`, `-t`).
-// decode() reserves KV room for the batch's new positions, runs its
-// micro-batches in order, commits the written tokens (so that full blocks
-// become reusable prefixes), and returns the logits of the rows that want
-// them.
+// A Decoder owns everything a forward needs besides the weights: the
+// backend (chosen by backend::make_backend; on the CPU it holds the thread
+// pool and the KV storage), the block manager of the paged KV cache, the
+// activation workspace, the step buffers and the logits buffer, all sized
+// at construction (`-c`, `-b`, `-ub`, `-t`). decode() turns each
+// micro-batch into a plain-data step input (StepBuilder), runs the forward on
+// it, commits the written tokens (so that full blocks become reusable
+// prefixes), and returns the logits of the rows that want them.
+//
+// KV room is reserved by whoever plans the batch, before decode(): the
+// server's scheduler through sched::KvRoom, the tools through reserve().
 //
 // Thread safety: none; one thread drives a Decoder.
 #pragma once
@@ -15,11 +19,11 @@
 #include <span>
 #include <vector>
 
+#include "backend/backend.h"
 #include "comm/communicator.h"
-#include "common/thread_pool.h"
 #include "engine/batch.h"
+#include "engine/step_builder.h"
 #include "kv/block_manager.h"
-#include "kv/kv_cache.h"
 #include "model/model.h"
 
 namespace cohort::engine {
@@ -41,11 +45,16 @@ class Decoder {
   // `model` must outlive the decoder.
   Decoder(const model::Model& model, const DecoderOptions& options);
 
-  // Runs `batch` (validated first). Sequences not yet in the KV cache are
-  // created; existing ones grow. Returns logits [batch.n_outputs(), n_vocab],
-  // a view valid until the next decode(). Throws cohort::Error if the batch
-  // is invalid, larger than n_batch, or the KV cache has no room (then
+  // Room for positions [0, n_tokens) of `seq`: creates the sequence or grows
+  // it. Throws cohort::Error naming -c if the cache has no room (then
   // nothing was changed).
+  void reserve(kv::SeqId seq, int n_tokens);
+
+  // Runs `batch` (validated first). Returns logits [batch.n_outputs(),
+  // n_vocab], a view valid until the next decode(). Throws cohort::Error,
+  // before anything is computed, if the batch is invalid or larger than
+  // n_batch, or a sequence is unknown, has no room reserved for a position,
+  // or does not continue at its committed length.
   std::span<const float> decode(const Batch& batch);
 
   // Forgets a sequence and frees its KV blocks (no-op if unknown).
@@ -57,15 +66,16 @@ class Decoder {
   int n_vocab() const { return static_cast<int>(model_.hparams().n_vocab); }
 
  private:
-  void reserve_kv(const Batch& batch);
+  void check(const Batch& batch);
 
   const model::Model& model_;
   DecoderOptions options_;
-  ThreadPool pool_;
   kv::BlockManager blocks_;
-  kv::KvCache kv_;
+  std::unique_ptr<backend::Backend> backend_;
   comm::SingleDevice comm_;
   model::Workspace ws_;
+  StepBuilder step_;
+  std::vector<SeqSpan> seqs_;  // [sequences of a batch] validation scratch, capacity n_batch
   std::vector<float> logits_;  // [n_outputs, n_vocab], grown on demand
 };
 

@@ -14,17 +14,17 @@ class LlamaModel final : public Model {
     w_ = bind_llama(this->file(), hp);
   }
 
-  void forward(ForwardContext& ctx, const UBatch& ub, float* logits) const override {
-    embed(ctx, w_.head, ub);
+  void forward(ForwardContext& ctx, backend::TensorView logits) const override {
+    embed(ctx, w_.head);
     for (int il = 0; il < static_cast<int>(w_.layers.size()); ++il) {
       const LlamaLayer& L = w_.layers[static_cast<size_t>(il)];
-      attention_projections(ctx, L.attn, ub);
-      rotate_qk(ctx, w_.head, ub);
-      attend(ctx, il, ub);
-      attention_output(ctx, L.attn, ub);
-      feed_forward(ctx, L.ffn, ub);
+      attention_projections(ctx, L.attn);
+      rotate_qk(ctx, w_.head);
+      attend(ctx, il);
+      attention_output(ctx, L.attn);
+      feed_forward(ctx, L.ffn);
     }
-    output_logits(ctx, w_.head, ub, logits);
+    output_logits(ctx, w_.head, logits);
   }
 
  private:
@@ -37,21 +37,18 @@ class Qwen2Model final : public Model {
     w_ = bind_qwen2(this->file(), hp);
   }
 
-  void forward(ForwardContext& ctx, const UBatch& ub, float* logits) const override {
-    const HParams& hp = hparams();
-    embed(ctx, w_.head, ub);
+  void forward(ForwardContext& ctx, backend::TensorView logits) const override {
+    embed(ctx, w_.head);
     for (int il = 0; il < static_cast<int>(w_.layers.size()); ++il) {
       const Qwen2Layer& L = w_.layers[static_cast<size_t>(il)];
-      attention_projections(ctx, L.attn, ub);
-      cpu::add_bias(ctx.ws.q.data(), L.q_bias.data(), ub.n_tok(), hp.n_head * hp.head_dim);
-      cpu::add_bias(ctx.ws.k.data(), L.k_bias.data(), ub.n_tok(), hp.n_head_kv * hp.head_dim);
-      cpu::add_bias(ctx.ws.v.data(), L.v_bias.data(), ub.n_tok(), hp.n_head_kv * hp.head_dim);
-      rotate_qk(ctx, w_.head, ub);
-      attend(ctx, il, ub);
-      attention_output(ctx, L.attn, ub);
-      feed_forward(ctx, L.ffn, ub);
+      attention_projections(ctx, L.attn);
+      add_qkv_bias(ctx, L.q_bias, L.k_bias, L.v_bias);
+      rotate_qk(ctx, w_.head);
+      attend(ctx, il);
+      attention_output(ctx, L.attn);
+      feed_forward(ctx, L.ffn);
     }
-    output_logits(ctx, w_.head, ub, logits);
+    output_logits(ctx, w_.head, logits);
   }
 
  private:
@@ -64,18 +61,18 @@ class Qwen3Model final : public Model {
     w_ = bind_qwen3(this->file(), hp);
   }
 
-  void forward(ForwardContext& ctx, const UBatch& ub, float* logits) const override {
-    embed(ctx, w_.head, ub);
+  void forward(ForwardContext& ctx, backend::TensorView logits) const override {
+    embed(ctx, w_.head);
     for (int il = 0; il < static_cast<int>(w_.layers.size()); ++il) {
       const Qwen3Layer& L = w_.layers[static_cast<size_t>(il)];
-      attention_projections(ctx, L.attn, ub);
-      qk_norm(ctx, L.q_norm, L.k_norm, ub);
-      rotate_qk(ctx, w_.head, ub);
-      attend(ctx, il, ub);
-      attention_output(ctx, L.attn, ub);
-      feed_forward(ctx, L.ffn, ub);
+      attention_projections(ctx, L.attn);
+      qk_norm(ctx, L.q_norm, L.k_norm);
+      rotate_qk(ctx, w_.head);
+      attend(ctx, il);
+      attention_output(ctx, L.attn);
+      feed_forward(ctx, L.ffn);
     }
-    output_logits(ctx, w_.head, ub, logits);
+    output_logits(ctx, w_.head, logits);
   }
 
  private:

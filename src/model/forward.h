@@ -1,65 +1,51 @@
-// What a forward step needs besides the weights: the micro-batch, the KV
-// cache, the thread pool, the communicator and preallocated activations,
-// passed explicitly (no globals).
+// What a forward step needs besides the weights: the backend that runs the
+// ops, the communicator, the activation buffers and the step input, passed
+// explicitly (no globals). Nothing here names a device.
 #pragma once
 
 #include <cstdint>
-#include <span>
-#include <vector>
 
-#include "backend/cpu/ops.h"
+#include "backend/backend.h"
 #include "comm/communicator.h"
-#include "common/thread_pool.h"
-#include "kv/block_manager.h"
-#include "kv/kv_cache.h"
 #include "model/hparams.h"
 
 namespace cohort::model {
 
-// The tokens of one micro-batch. A sequence's tokens appear in position
-// order, and the KV cache already has room (BlockManager::append) for every
-// position in it. Rows with want_logits set get a row of logits, in order.
-struct UBatch {
-  std::span<const int32_t> tokens;      // [n_tok]
-  std::span<const int32_t> positions;   // [n_tok]
-  std::span<const int32_t> seq_ids;     // [n_tok] kv::SeqId of each token
-  std::span<const uint8_t> want_logits; // [n_tok] 0 or 1
-  int64_t n_tok() const { return static_cast<int64_t>(tokens.size()); }
-  int64_t n_logits() const;
-};
+using backend::StepInput;
 
-// Activations of one micro-batch of at most n_max_tok tokens, allocated once.
+// Activations of one micro-batch of at most n_max_tok tokens, allocated once
+// by the backend (so on its device). A step uses rows [0, n_tok).
 struct Workspace {
-  Workspace(const HParams& hp, int64_t n_max_tok, int64_t n_max_ctx, int n_threads);
+  Workspace(backend::Backend& be, const HParams& hp, int64_t n_max_tok);
 
   int64_t n_max_tok;
-  int64_t n_max_ctx;
-  std::vector<float> x;       // [n_tok, n_embd] residual stream
-  std::vector<float> h;       // [n_tok, n_embd] normalised input of a block
-  std::vector<float> q;       // [n_tok, n_head * head_dim]
-  std::vector<float> k;       // [n_tok, n_head_kv * head_dim]
-  std::vector<float> v;       // [n_tok, n_head_kv * head_dim]
-  std::vector<float> attn;    // [n_tok, n_head * head_dim]
-  std::vector<float> gate;    // [n_tok, n_ff]
-  std::vector<float> up;      // [n_tok, n_ff]
-  std::vector<float> out;     // [n_tok, n_embd] block output before the residual add
-  std::vector<float> scores;  // [n_threads, n_max_ctx] attention scratch
-  std::vector<float> lanes;   // [n_threads, 16, head_dim] attention output lanes
-  std::vector<uint8_t> activations;  // [n_tok, largest matrix input] quantized inputs (fast path)
+  backend::Tensor x;     // [n_max_tok, n_embd] residual stream
+  backend::Tensor h;     // [n_max_tok, n_embd] normalised input of a block; at the end
+                         //   the rows that want logits
+  backend::Tensor q;     // [n_max_tok, n_head * head_dim]
+  backend::Tensor k;     // [n_max_tok, n_head_kv * head_dim]
+  backend::Tensor v;     // [n_max_tok, n_head_kv * head_dim]
+  backend::Tensor attn;  // [n_max_tok, n_head * head_dim]
+  backend::Tensor gate;  // [n_max_tok, n_ff]
+  backend::Tensor up;    // [n_max_tok, n_ff]
+  backend::Tensor out;   // [n_max_tok, n_embd] block output before the residual add
 };
+
+// What the backend must be able to hold for a model: the longest activation
+// row a matmul reads and the head size (the rest of BackendLimits comes
+// from the decoder's -ub and -c).
+backend::BackendLimits backend_limits(const HParams& hp, int64_t n_max_tok, int64_t n_max_ctx,
+                                      const kv::KvCacheShape& kv);
 
 struct ForwardContext {
   const HParams& hp;
-  ThreadPool& pool;
-  kv::KvCache& kv;
-  const kv::BlockManager& blocks;
+  backend::Backend& be;
   comm::Communicator& comm;
   Workspace& ws;
-  // true: the F32 reference path (every dot product on F32 activations);
-  // false: activations quantized to the weight's partner type, as llama.cpp does.
-  bool exact = false;
+  const StepInput& in;
 
-  cpu::Numerics numerics() const { return exact ? cpu::Numerics::exact : cpu::Numerics::llama; }
+  // The rows of a workspace buffer this step uses: [in.n_tok, n].
+  backend::TensorView rows(backend::Tensor& t) const { return t.view().rows(0, in.n_tok); }
 };
 
 }  // namespace cohort::model

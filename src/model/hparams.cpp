@@ -22,34 +22,55 @@ Family family_from_name(const std::string& name) {
   fail("unsupported architecture '{}' (supported: llama, qwen2, qwen3)", name);
 }
 
-std::vector<TensorSpec> tensor_specs(const HParams& hp) {
+TensorSpec layer_tensor(const HParams& hp, int64_t layer, LayerTensor which) {
   const int64_t q_dim = hp.n_head * hp.head_dim;
   const int64_t kv_dim = hp.n_head_kv * hp.head_dim;
-  std::vector<TensorSpec> specs;
-  specs.push_back({"token_embd.weight", {hp.n_embd, hp.n_vocab}, true});
-  for (int64_t i = 0; i < hp.n_layer; ++i) {
-    auto name = [i](const char* what) { return fmt::format("blk.{}.{}", i, what); };
-    specs.push_back({name("attn_norm.weight"), {hp.n_embd}, false});
-    specs.push_back({name("attn_q.weight"), {hp.n_embd, q_dim}, true});
-    specs.push_back({name("attn_k.weight"), {hp.n_embd, kv_dim}, true});
-    specs.push_back({name("attn_v.weight"), {hp.n_embd, kv_dim}, true});
-    if (hp.has_qkv_bias()) {
-      specs.push_back({name("attn_q.bias"), {q_dim}, false});
-      specs.push_back({name("attn_k.bias"), {kv_dim}, false});
-      specs.push_back({name("attn_v.bias"), {kv_dim}, false});
-    }
-    if (hp.has_qk_norm()) {
-      specs.push_back({name("attn_q_norm.weight"), {hp.head_dim}, false});
-      specs.push_back({name("attn_k_norm.weight"), {hp.head_dim}, false});
-    }
-    specs.push_back({name("attn_output.weight"), {q_dim, hp.n_embd}, true});
-    specs.push_back({name("ffn_norm.weight"), {hp.n_embd}, false});
-    specs.push_back({name("ffn_gate.weight"), {hp.n_embd, hp.n_ff}, true});
-    specs.push_back({name("ffn_up.weight"), {hp.n_embd, hp.n_ff}, true});
-    specs.push_back({name("ffn_down.weight"), {hp.n_ff, hp.n_embd}, true});
+  auto spec = [layer](const char* what, std::vector<int64_t> shape) {
+    const bool is_matrix = shape.size() == 2;
+    return TensorSpec{fmt::format("blk.{}.{}", layer, what), std::move(shape), is_matrix};
+  };
+  switch (which) {
+    case LayerTensor::attn_norm: return spec("attn_norm.weight", {hp.n_embd});
+    case LayerTensor::attn_q: return spec("attn_q.weight", {hp.n_embd, q_dim});
+    case LayerTensor::attn_k: return spec("attn_k.weight", {hp.n_embd, kv_dim});
+    case LayerTensor::attn_v: return spec("attn_v.weight", {hp.n_embd, kv_dim});
+    case LayerTensor::attn_q_bias: return spec("attn_q.bias", {q_dim});
+    case LayerTensor::attn_k_bias: return spec("attn_k.bias", {kv_dim});
+    case LayerTensor::attn_v_bias: return spec("attn_v.bias", {kv_dim});
+    case LayerTensor::attn_q_norm: return spec("attn_q_norm.weight", {hp.head_dim});
+    case LayerTensor::attn_k_norm: return spec("attn_k_norm.weight", {hp.head_dim});
+    case LayerTensor::attn_output: return spec("attn_output.weight", {q_dim, hp.n_embd});
+    case LayerTensor::ffn_norm: return spec("ffn_norm.weight", {hp.n_embd});
+    case LayerTensor::ffn_gate: return spec("ffn_gate.weight", {hp.n_embd, hp.n_ff});
+    case LayerTensor::ffn_up: return spec("ffn_up.weight", {hp.n_embd, hp.n_ff});
+    case LayerTensor::ffn_down: return spec("ffn_down.weight", {hp.n_ff, hp.n_embd});
   }
-  specs.push_back({"output_norm.weight", {hp.n_embd}, false});
-  if (!hp.tied_embeddings) specs.push_back({"output.weight", {hp.n_embd, hp.n_vocab}, true});
+  fail("unknown layer tensor {}", static_cast<int>(which));
+}
+
+TensorSpec head_tensor(const HParams& hp, HeadTensor which) {
+  switch (which) {
+    case HeadTensor::token_embd: return {"token_embd.weight", {hp.n_embd, hp.n_vocab}, true};
+    case HeadTensor::output_norm: return {"output_norm.weight", {hp.n_embd}, false};
+    case HeadTensor::output: return {"output.weight", {hp.n_embd, hp.n_vocab}, true};
+    case HeadTensor::rope_freqs: return {"rope_freqs.weight", {hp.n_rot / 2}, false};
+  }
+  fail("unknown head tensor {}", static_cast<int>(which));
+}
+
+std::vector<TensorSpec> tensor_specs(const HParams& hp) {
+  using L = LayerTensor;
+  std::vector<TensorSpec> specs;
+  specs.push_back(head_tensor(hp, HeadTensor::token_embd));
+  for (int64_t i = 0; i < hp.n_layer; ++i) {
+    std::vector<L> order{L::attn_norm, L::attn_q, L::attn_k, L::attn_v};
+    if (hp.has_qkv_bias()) order.insert(order.end(), {L::attn_q_bias, L::attn_k_bias, L::attn_v_bias});
+    if (hp.has_qk_norm()) order.insert(order.end(), {L::attn_q_norm, L::attn_k_norm});
+    order.insert(order.end(), {L::attn_output, L::ffn_norm, L::ffn_gate, L::ffn_up, L::ffn_down});
+    for (L which : order) specs.push_back(layer_tensor(hp, i, which));
+  }
+  specs.push_back(head_tensor(hp, HeadTensor::output_norm));
+  if (!hp.tied_embeddings) specs.push_back(head_tensor(hp, HeadTensor::output));
   return specs;
 }
 

@@ -55,7 +55,20 @@ struct TensorSpec {
   bool is_matrix;              // 2-D weight (quantizable); else norm or bias (kept F32)
 };
 
-// Every tensor a model of these hyper-parameters has, in file order.
+// The weight tensors of a layer and of the head, in file order. These two
+// functions are the only place their names and shapes are written: the
+// weight binder and the model writer both read them.
+enum class LayerTensor {
+  attn_norm, attn_q, attn_k, attn_v, attn_q_bias, attn_k_bias, attn_v_bias, attn_q_norm,
+  attn_k_norm, attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down,
+};
+enum class HeadTensor { token_embd, output_norm, output, rope_freqs };
+
+TensorSpec layer_tensor(const HParams& hp, int64_t layer, LayerTensor which);
+TensorSpec head_tensor(const HParams& hp, HeadTensor which);
+
+// Every tensor a model of these hyper-parameters has, in file order
+// (rope_freqs.weight, which only some llama3 files carry, is not listed).
 std::vector<TensorSpec> tensor_specs(const HParams& hp);
 
 }  // namespace cohort::model

@@ -26,12 +26,13 @@ class Model {
   const HParams& hparams() const { return hp_; }
   const gguf::GgufFile& file() const { return file_; }
 
-  // Runs one micro-batch: writes its K/V into ctx.kv and, for the rows that
-  // want them, logits [ub.n_logits(), n_vocab] into `logits`.
-  // REQUIRES: ub.n_tok() <= ctx.ws.n_max_tok; every (seq, position) has room
-  // in ctx.blocks; positions of a sequence are consecutive from its
+  // Runs the micro-batch ctx.in: writes its K/V into the backend's cache
+  // and, for the rows in.logit_rows, logits [in.n_logits(), n_vocab] into
+  // `logits`.
+  // REQUIRES: in.n_tok <= ctx.ws.n_max_tok; every token's KV slot is
+  // reserved; the positions of a sequence are consecutive from its
   // committed length.
-  virtual void forward(ForwardContext& ctx, const UBatch& ub, float* logits) const = 0;
+  virtual void forward(ForwardContext& ctx, backend::TensorView logits) const = 0;
 
  protected:
   Model(gguf::GgufFile file, HParams hp) : file_(std::move(file)), hp_(hp) {}

@@ -27,47 +27,45 @@ class Binder {
     return *t;
   }
 
-  WeightView matrix(const std::string& name, int64_t n_in, int64_t n_out) const {
-    const gguf::TensorInfo& t = find(name, {n_in, n_out});
-    return WeightView{t.type, file_.tensor_data(t).data(), n_in, n_out,
+  // A matrix [n_out, n_in] (GGUF shape [n_in, n_out]).
+  WeightView matrix(const TensorSpec& spec) const {
+    const gguf::TensorInfo& t = find(spec.name, spec.shape);
+    const int64_t n_in = spec.shape[0], n_out = spec.shape[1];
+    return WeightView{file_.tensor_data(t).data(), t.type, backend::Device::cpu, n_out, n_in,
                       gguf::row_bytes(t.type, n_in)};
   }
 
-  F32Vector vector(const std::string& name, int64_t n) const {
-    const gguf::TensorInfo& t = find(name, {n});
-    F32Vector v(static_cast<size_t>(n));
-    quant::dequantize(t.type, file_.tensor_data(t).data(), v.data(), n);
+  F32Vector vector(const TensorSpec& spec) const {
+    const gguf::TensorInfo& t = find(spec.name, spec.shape);
+    F32Vector v(static_cast<size_t>(spec.shape[0]));
+    quant::dequantize(t.type, file_.tensor_data(t).data(), v.data(), spec.shape[0]);
     return v;
   }
 
-  std::string layer(int64_t i, const char* what) const { return fmt::format("blk.{}.{}", i, what); }
+  WeightView matrix(int64_t i, LayerTensor which) const { return matrix(layer_tensor(hp_, i, which)); }
+  F32Vector vector(int64_t i, LayerTensor which) const { return vector(layer_tensor(hp_, i, which)); }
 
   AttentionWeights attention(int64_t i) const {
-    const int64_t q_dim = hp_.n_head * hp_.head_dim, kv_dim = hp_.n_head_kv * hp_.head_dim;
-    return {vector(layer(i, "attn_norm.weight"), hp_.n_embd),
-            matrix(layer(i, "attn_q.weight"), hp_.n_embd, q_dim),
-            matrix(layer(i, "attn_k.weight"), hp_.n_embd, kv_dim),
-            matrix(layer(i, "attn_v.weight"), hp_.n_embd, kv_dim),
-            matrix(layer(i, "attn_output.weight"), q_dim, hp_.n_embd)};
+    using L = LayerTensor;
+    return {vector(i, L::attn_norm), matrix(i, L::attn_q), matrix(i, L::attn_k),
+            matrix(i, L::attn_v), matrix(i, L::attn_output)};
   }
 
   FfnWeights ffn(int64_t i) const {
-    return {vector(layer(i, "ffn_norm.weight"), hp_.n_embd),
-            matrix(layer(i, "ffn_gate.weight"), hp_.n_embd, hp_.n_ff),
-            matrix(layer(i, "ffn_up.weight"), hp_.n_embd, hp_.n_ff),
-            matrix(layer(i, "ffn_down.weight"), hp_.n_ff, hp_.n_embd)};
+    using L = LayerTensor;
+    return {vector(i, L::ffn_norm), matrix(i, L::ffn_gate), matrix(i, L::ffn_up),
+            matrix(i, L::ffn_down)};
   }
 
   HeadWeights head() const {
     HeadWeights h;
-    h.embedding = matrix("token_embd.weight", hp_.n_embd, hp_.n_vocab);
-    h.output_norm = vector("output_norm.weight", hp_.n_embd);
-    h.output = hp_.tied_embeddings ? h.embedding : matrix("output.weight", hp_.n_embd, hp_.n_vocab);
-    if (file_.find_tensor("rope_freqs.weight")) h.rope_freqs = vector("rope_freqs.weight", hp_.n_rot / 2);
+    h.embedding = matrix(head_tensor(hp_, HeadTensor::token_embd));
+    h.output_norm = vector(head_tensor(hp_, HeadTensor::output_norm));
+    h.output = hp_.tied_embeddings ? h.embedding : matrix(head_tensor(hp_, HeadTensor::output));
+    const TensorSpec freqs = head_tensor(hp_, HeadTensor::rope_freqs);
+    if (file_.find_tensor(freqs.name)) h.rope_freqs = vector(freqs);
     return h;
   }
-
-  const HParams& hp() const { return hp_; }
 
  private:
   const gguf::GgufFile& file_;
@@ -94,18 +92,17 @@ Weights<LlamaLayer> bind_llama(const gguf::GgufFile& file, const HParams& hp) {
 
 Weights<Qwen2Layer> bind_qwen2(const gguf::GgufFile& file, const HParams& hp) {
   return bind<Qwen2Layer>(file, hp, [](const Binder& b, int64_t i) {
-    const int64_t q_dim = b.hp().n_head * b.hp().head_dim;
-    const int64_t kv_dim = b.hp().n_head_kv * b.hp().head_dim;
-    return Qwen2Layer{b.attention(i), b.vector(b.layer(i, "attn_q.bias"), q_dim),
-                      b.vector(b.layer(i, "attn_k.bias"), kv_dim),
-                      b.vector(b.layer(i, "attn_v.bias"), kv_dim), b.ffn(i)};
+    using L = LayerTensor;
+    return Qwen2Layer{b.attention(i), b.vector(i, L::attn_q_bias), b.vector(i, L::attn_k_bias),
+                      b.vector(i, L::attn_v_bias), b.ffn(i)};
   });
 }
 
 Weights<Qwen3Layer> bind_qwen3(const gguf::GgufFile& file, const HParams& hp) {
   return bind<Qwen3Layer>(file, hp, [](const Binder& b, int64_t i) {
-    return Qwen3Layer{b.attention(i), b.vector(b.layer(i, "attn_q_norm.weight"), b.hp().head_dim),
-                      b.vector(b.layer(i, "attn_k_norm.weight"), b.hp().head_dim), b.ffn(i)};
+    using L = LayerTensor;
+    return Qwen3Layer{b.attention(i), b.vector(i, L::attn_q_norm), b.vector(i, L::attn_k_norm),
+                      b.ffn(i)};
   });
 }
 

@@ -1,21 +1,26 @@
 // The weights of each family, bound to tensors of a model file by name.
 //
-// Matrices are WeightViews into the memory-mapped file (no copy). Norm
-// weights and biases are small and are copied to F32 at load, whatever their
-// file type. One struct per family; the shared pieces are composed, not
+// Matrices are views into the memory-mapped file (no copy): [n_out, n_in]
+// rows in the file type, on the host. Norm weights and biases are small and
+// are copied to F32 at load, whatever their file type; vec() views them. One struct per family; the shared pieces are composed, not
 // inherited, so that a family's weights say exactly what it has.
 #pragma once
 
 #include <vector>
 
-#include "backend/cpu/weight_view.h"
+#include "backend/tensor.h"
 #include "gguf/gguf_file.h"
 #include "model/hparams.h"
 
 namespace cohort::model {
 
-using cpu::WeightView;
+using WeightView = backend::ConstTensorView;
 using F32Vector = std::vector<float>;
+
+// v [n] as a one-row F32 tensor [1, n].
+inline backend::ConstTensorView vec(const F32Vector& v) {
+  return backend::host_f32(v, 1, static_cast<int64_t>(v.size()));
+}
 
 struct AttentionWeights {
   F32Vector norm;         // [n_embd]

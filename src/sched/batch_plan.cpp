@@ -14,6 +14,16 @@ const char* phase_name(Phase phase) {
   return "?";
 }
 
+const char* phase_label(Phase phase) {
+  switch (phase) {
+    case Phase::kIdle: return "idle";
+    case Phase::kPrefill: return "prefill";
+    case Phase::kDecode: return "decode";
+    case Phase::kMixed: return "mixed";
+  }
+  return "?";
+}
+
 const char* kind_name(RowKind kind) { return kind == RowKind::kPrompt ? "pp" : "tg"; }
 
 int BatchPlan::n_tokens() const {

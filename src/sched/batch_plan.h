@@ -36,7 +36,11 @@ namespace cohort::sched {
 // cohort and serial (a barrier step without rows ends a PP phase and is
 // labelled kPrefill); mixed and no-cont label a step by what it holds.
 enum class Phase : uint8_t { kIdle, kPrefill, kDecode, kMixed };
-const char* phase_name(Phase phase);  // "idle", "pp", "tg", "mixed"
+// Two spellings, each written once: traces use llama-bench's short names,
+// metrics and /slots the words users read on a dashboard.
+const char* phase_name(Phase phase);   // "idle", "pp", "tg", "mixed"
+const char* phase_label(Phase phase);  // "idle", "prefill", "decode", "mixed"
+inline constexpr Phase kPhases[] = {Phase::kIdle, Phase::kPrefill, Phase::kDecode, Phase::kMixed};
 
 enum class RowKind : uint8_t { kPrompt, kDecode };
 const char* kind_name(RowKind kind);  // "pp", "tg"

@@ -313,10 +313,7 @@ ServiceStats EngineLoop::stats() const {
   st.requests_processing = c.n_processing;
   st.requests_queued = c.n_queued;
   st.requests_blocked_by_phase = c.n_blocked;
-  st.phase = c.phase == sched::Phase::kPrefill  ? "prefill"
-             : c.phase == sched::Phase::kDecode ? "decode"
-             : c.phase == sched::Phase::kMixed  ? "mixed"
-                                                : "idle";
+  st.phase = sched::phase_label(c.phase);
   st.cohort_size = c.cohort_size;
   st.n_slots = options_.scheduler.n_slots;
   st.n_ctx = n_ctx_slot_;

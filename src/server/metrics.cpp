@@ -1,16 +1,16 @@
 #include "server/metrics.h"
 
-#include <array>
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "sched/batch_plan.h"
+
 namespace cohort::server {
 namespace {
 
-constexpr std::array<std::string_view, 4> kPhases = {"idle", "prefill", "decode", "mixed"};
 
 void header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
   out += fmt::format("# HELP cohort:{} {}\n# TYPE cohort:{} {}\n", name, help, name, type);
@@ -37,7 +37,8 @@ std::string label_value(std::string_view v) {
 void phase_gauge(std::string& out, const std::string& phase) {
   header(out, "phase", "gauge", "Scheduling phase: 1 for the active one (idle, prefill, decode, mixed).");
   bool known = false;
-  for (std::string_view p : kPhases) {
+  for (sched::Phase id : sched::kPhases) {
+    const std::string_view p = sched::phase_label(id);
     known = known || p == phase;
     out += fmt::format("cohort:phase{{phase=\"{}\"}} {}\n", p, p == phase ? 1 : 0);
   }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -43,6 +44,7 @@ struct Test {
 uint64_t run_once(engine::Decoder& dec, const Test& t, std::mt19937& rng) {
   std::uniform_int_distribution<int32_t> token(0, dec.n_vocab() - 1);
   dec.free_sequence(0);
+  dec.reserve(0, t.n_prompt + t.n_gen);
   engine::Batch batch;
   const auto start = std::chrono::steady_clock::now();
   int pos = 0;

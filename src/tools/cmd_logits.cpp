@@ -44,6 +44,9 @@ void feed(engine::Decoder& dec, const Sequences& seqs, size_t first, size_t last
   const size_t n_vocab = static_cast<size_t>(dec.n_vocab());
   const int cap = dec.options().n_batch;
   std::vector<size_t> next(seqs.size(), 0);
+  for (size_t k = first; k < last; ++k) {
+    dec.reserve(static_cast<kv::SeqId>(k), static_cast<int>(seqs[k].size()));
+  }
   engine::Batch batch;
   std::vector<size_t> owners;  // sequence of each output row
   auto flush = [&] {

@@ -74,6 +74,7 @@ void run(const PplOptions& o) {
   engine::Batch batch;
   for (int c = 0; c < n_chunks; ++c) {
     s.decoder.free_sequence(0);
+    s.decoder.reserve(0, n_ctx);
     const size_t start = static_cast<size_t>(c) * static_cast<size_t>(n_ctx);
     std::vector<float> chunk_logits;
     for (int pos = 0; pos < n_ctx;) {

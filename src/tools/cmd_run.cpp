@@ -91,6 +91,7 @@ void run(const RunOptions& o) {
   engine::StopChecker stop(sp);
   tokenizer::Detokenizer detok = s.tokenizer.detokenizer(false);
 
+  s.decoder.reserve(0, static_cast<int>(ids.size()) + sp.max_tokens);
   const auto t_prompt = Clock::now();
   std::span<const float> logits = prefill(s.decoder, ids);
   const double prompt_s = seconds_since(t_prompt);

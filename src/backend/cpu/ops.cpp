@@ -78,8 +78,8 @@ float yarn_ramp(float low, float high, int64_t i0) {
 
 }  // namespace
 
-void rope(const RopeParams& p, float* x, const int32_t* positions, int64_t n_tok,
-          int64_t n_heads, int64_t head_dim) {
+void rope(const backend::RopeParams& p, Numerics numerics, float* x, const int32_t* positions,
+          int64_t n_tok, int64_t n_heads, int64_t head_dim) {
   const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(p.n_rot));
   float corr_low = 0.0f, corr_high = 0.0f;
   if (p.ext_factor != 0.0f) {
@@ -112,7 +112,7 @@ void rope(const RopeParams& p, float* x, const int32_t* positions, int64_t n_tok
         const int64_t b = p.neox ? i0 / 2 + p.n_rot / 2 : i0 + 1;
         const float c = cos_sin[static_cast<size_t>(i0)], s = cos_sin[static_cast<size_t>(i0) + 1];
         const float x0 = v[a], x1 = v[b];
-        if (p.numerics == Numerics::llama) {
+        if (numerics == Numerics::llama) {
           v[a] = std::fma(x0, c, -(x1 * s));
           v[b] = std::fma(x0, s, x1 * c);
         } else {

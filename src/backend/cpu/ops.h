@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 
+#include "backend/backend.h"
 #include "backend/cpu/llama_numerics.h"
 #include "backend/cpu/weight_view.h"
 #include "common/thread_pool.h"
@@ -55,27 +56,13 @@ void silu_mul(ThreadPool& pool, const float* gate, const float* up, int64_t n_to
 void add_in_place(float* x, const float* y, int64_t n);
 
 // Rotary position embedding, applied in place to x [n_tok, n_heads, head_dim]
-// (only the first n_rot dims of each head rotate).
-struct RopeParams {
-  int64_t n_rot = 0;            // rotated dims per head
-  float freq_base = 10000.0f;
-  float freq_scale = 1.0f;      // 1 / linear scaling factor
-  bool neox = false;            // pairs (i, i + n_rot/2) instead of (2i, 2i + 1)
-  const float* freq_factors = nullptr;  // [n_rot / 2] divisors (llama3 rope_freqs), or null
-  // YaRN (ext_factor > 0 enables the ramp between interpolation and extrapolation)
-  float ext_factor = 0.0f;
-  float attn_factor = 1.0f;
-  float beta_fast = 32.0f;
-  float beta_slow = 1.0f;
-  int64_t n_ctx_orig = 0;
-  // Numerics::llama rotates with a fused multiply-add per output, as
-  // llama.cpp's build (which contracts a*b - c*d) does.
-  Numerics numerics = Numerics::exact;
-};
+// (only the first n_rot dims of each head rotate). Numerics::llama rotates
+// with a fused multiply-add per output, as llama.cpp's build (which
+// contracts a*b - c*d) does.
 inline constexpr int64_t kMaxRopeDims = 512;
 // REQUIRES: p.n_rot even, <= kMaxRopeDims and <= head_dim.
-void rope(const RopeParams& p, float* x, const int32_t* positions, int64_t n_tok,
-          int64_t n_heads, int64_t head_dim);
+void rope(const backend::RopeParams& p, Numerics numerics, float* x, const int32_t* positions,
+          int64_t n_tok, int64_t n_heads, int64_t head_dim);
 
 // out [n] = softmax(x [n]) computed in place. With Numerics::llama the
 // denominator adds kSumLanes-term groups (lane sums in F32) in F64, as

@@ -1,0 +1,99 @@
+// The seam between the forward pass and the device it runs on.
+//
+// The family forwards (model/) are written once against the small op set of
+// Backend: embedding rows, RMS norm, matmul, add, RoPE, KV store, attention,
+// SiLU-gated activation. A backend implements every op for its device
+// (backend/cpu first) and owns what is device-specific: its threads or
+// streams, its scratch memory, the storage of the paged KV cache. It is
+// chosen in one place, make_backend(); model/ includes no header below
+// backend/ and never asks which device it runs on.
+//
+// Tensors cross the seam as views (backend/tensor.h); activations are F32
+// [n_tok, n] with one row per token, weights are [n_out, n_in] in their file
+// type. Buffers that the forward keeps between ops come from alloc(), so they
+// live on the backend's device. Every size a backend needs is fixed at
+// construction (BackendLimits): no op allocates.
+//
+// Ops run in call order on the backend's queue; on the CPU each returns when
+// it is done. Thread safety: one thread drives a Backend.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "backend/step_input.h"
+#include "backend/tensor.h"
+#include "kv/kv_cache.h"
+
+namespace cohort::backend {
+
+// Rotary position embedding of the first n_rot dims of each head.
+struct RopeParams {
+  int64_t n_rot = 0;            // rotated dims per head
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;      // 1 / linear scaling factor
+  bool neox = false;            // pairs (i, i + n_rot/2) instead of (2i, 2i + 1)
+  const float* freq_factors = nullptr;  // [n_rot / 2] host divisors (llama3 rope_freqs), or null
+  // YaRN (ext_factor > 0 enables the ramp between interpolation and extrapolation)
+  float ext_factor = 0.0f;
+  float attn_factor = 1.0f;
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
+  int64_t n_ctx_orig = 0;
+};
+
+struct BackendOptions {
+  Device device = Device::cpu;
+  int n_threads = 0;   // CPU worker threads; 0: hardware threads (-t)
+  bool exact = false;  // CPU reference path: F32 activations in every dot product (--exact)
+};
+
+// The largest step a backend must hold, from the model's shape and -ub / -c.
+struct BackendLimits {
+  int64_t n_max_tok = 0;     // tokens per micro-batch (-ub)
+  int64_t n_max_ctx = 0;     // positions one sequence may attend over (KV capacity)
+  int64_t max_row = 0;       // longest activation row a matmul reads (n_embd, n_ff, q dim)
+  int64_t head_dim = 0;
+  kv::KvCacheShape kv;       // the paged KV cache the backend allocates
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual Device device() const = 0;
+  // Bytes of K and V storage the backend holds.
+  virtual size_t kv_bytes() const = 0;
+
+  // A zero-filled F32 buffer [n_rows, n_cols] on the backend's device.
+  virtual Tensor alloc(int64_t n_rows, int64_t n_cols) = 0;
+
+  // out [ids.size(), n_cols] = rows `ids` of `table` (dequantized to F32).
+  virtual void get_rows(ConstTensorView table, std::span<const int32_t> ids, TensorView out) = 0;
+  // y [n, d] = x / rms(x) * weight [1, d], per row. y may alias x.
+  virtual void rms_norm(ConstTensorView x, ConstTensorView weight, float eps, TensorView y) = 0;
+  // y [n, w.n_rows] = x [n, w.n_cols] · wᵀ.
+  virtual void matmul(ConstTensorView w, ConstTensorView x, TensorView y) = 0;
+  // x [n, d] += y, where y is [n, d] or one row [1, d] added to every row.
+  virtual void add(TensorView x, ConstTensorView y) = 0;
+  // y [n, d] = silu(gate) * up. y may alias gate.
+  virtual void silu_mul(ConstTensorView gate, ConstTensorView up, TensorView y) = 0;
+  // RoPE in place on x [n_tok, n_heads * head_dim] at in.positions.
+  virtual void rope(const RopeParams& p, TensorView x, int64_t n_heads, const StepInput& in) = 0;
+  // Writes K and V rows [n_tok, n_head_kv * head_dim] of `layer` to the
+  // cache rows in.kv_slots.
+  virtual void store_kv(int layer, ConstTensorView k, ConstTensorView v, const StepInput& in) = 0;
+  // out [n_tok, n_head * head_dim] = causal attention of q (same shape) over
+  // each token's sequence, positions 0 .. its own, read from the cache
+  // through in.block_tables (grouped-query: n_head / n_head_kv query heads
+  // share a KV head).
+  virtual void attention(int layer, ConstTensorView q, int64_t n_head, TensorView out,
+                         const StepInput& in) = 0;
+};
+
+// The one place a backend is chosen. Throws cohort::Error naming the device
+// if it is not built in, and for impossible limits.
+std::unique_ptr<Backend> make_backend(const BackendOptions& options, const BackendLimits& limits);
+
+}  // namespace cohort::backend

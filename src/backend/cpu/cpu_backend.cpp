@@ -1,0 +1,103 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "common/error.h"
+
+namespace cohort::cpu {
+namespace {
+
+using backend::ConstTensorView;
+using backend::TensorView;
+
+constexpr size_t kAlignment = 64;  // a cache line; enough for AVX-512 loads
+
+int resolve_threads(int n) {
+  if (n > 0) return n;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+void free_host(void* p) { std::free(p); }
+
+WeightView weight_of(ConstTensorView w) {
+  return WeightView{w.type, w.data, w.n_cols, w.n_rows, w.row_bytes};
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(const backend::BackendOptions& options, const backend::BackendLimits& limits)
+    : exact_(options.exact),
+      pool_(resolve_threads(options.n_threads)),
+      kv_(limits.kv),
+      n_max_ctx_(limits.n_max_ctx),
+      head_dim_(limits.head_dim) {
+  const auto n_threads = static_cast<size_t>(pool_.n_threads());
+  scores_.resize(n_threads * static_cast<size_t>(limits.n_max_ctx));
+  lanes_.resize(n_threads * static_cast<size_t>(kWideLanes * limits.head_dim));
+  // F16 activations (2 bytes per input) are the widest any weight type pairs
+  // with, so a scratch sized for them fits every matrix of the model.
+  const WeightView widest{gguf::TensorType::F16, nullptr, limits.max_row, 1, 0};
+  activations_.resize(matmul_fast_scratch_bytes(widest, limits.n_max_tok));
+}
+
+backend::Tensor CpuBackend::alloc(int64_t n_rows, int64_t n_cols) {
+  const size_t row_bytes = static_cast<size_t>(n_cols) * sizeof(float);
+  const size_t n_bytes = (static_cast<size_t>(n_rows) * row_bytes + kAlignment - 1) / kAlignment * kAlignment;
+  void* p = n_bytes == 0 ? nullptr : std::aligned_alloc(kAlignment, n_bytes);
+  if (n_bytes != 0 && p == nullptr) fail("cannot allocate {} MiB of activations", n_bytes >> 20);
+  if (p != nullptr) std::memset(p, 0, n_bytes);
+  TensorView shape{nullptr, gguf::TensorType::F32, backend::Device::cpu, n_rows, n_cols, row_bytes};
+  return backend::Tensor(static_cast<uint8_t*>(p), free_host, shape);
+}
+
+void CpuBackend::get_rows(ConstTensorView table, std::span<const int32_t> ids, TensorView out) {
+  const WeightView w = weight_of(table);
+  pool_.parallel_for(static_cast<int64_t>(ids.size()), [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) get_row(w, ids[static_cast<size_t>(t)], out.f32() + t * out.n_cols);
+  });
+}
+
+void CpuBackend::rms_norm(ConstTensorView x, ConstTensorView weight, float eps, TensorView y) {
+  cpu::rms_norm(pool_, x.f32(), weight.f32(), x.n_rows, x.n_cols, eps, y.f32(), numerics());
+}
+
+void CpuBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
+  if (exact_) {
+    cpu::matmul(pool_, weight_of(w), x.f32(), x.n_rows, y.f32());
+  } else {
+    matmul_fast(pool_, weight_of(w), x.f32(), x.n_rows, y.f32(), activations_);
+  }
+}
+
+void CpuBackend::add(TensorView x, ConstTensorView y) {
+  if (y.n_rows == 1 && x.n_rows != 1) {
+    add_bias(x.f32(), y.f32(), x.n_rows, x.n_cols);
+  } else {
+    add_in_place(x.f32(), y.f32(), x.n_rows * x.n_cols);
+  }
+}
+
+void CpuBackend::silu_mul(ConstTensorView gate, ConstTensorView up, TensorView y) {
+  cpu::silu_mul(pool_, gate.f32(), up.f32(), gate.n_rows, gate.n_cols, y.f32(), numerics());
+}
+
+void CpuBackend::rope(const backend::RopeParams& p, TensorView x, int64_t n_heads,
+                      const backend::StepInput& in) {
+  cpu::rope(p, numerics(), x.f32(), in.positions.data(), in.n_tok, n_heads, x.n_cols / n_heads);
+}
+
+void CpuBackend::store_kv(int layer, ConstTensorView k, ConstTensorView v,
+                          const backend::StepInput& in) {
+  const int64_t row = k.n_cols;
+  for (int64_t t = 0; t < in.n_tok; ++t) {
+    const int32_t slot = in.kv_slots[static_cast<size_t>(t)];
+    const kv::Slot s{slot / in.block_size, slot % in.block_size};
+    std::copy_n(k.f32() + t * row, row, kv_.k(layer, s));
+    std::copy_n(v.f32() + t * row, row, kv_.v(layer, s));
+  }
+}
+
+}  // namespace cohort::cpu

@@ -1,0 +1,42 @@
+// One micro-batch as the forward pass and the backend read it: plain data,
+// prepared on the host by the engine (engine::StepBuffers) from a batch and
+// the block manager's tables. Nothing in the forward asks the block manager
+// anything; everything about the paged KV layout that attention needs is here.
+//
+// The spans point into buffers that the decoder allocates once, at their
+// largest size (-ub tokens, -c context), and never moves: only the counts and
+// the contents change from step to step, so that a device backend can copy
+// them to fixed device buffers and replay a captured step.
+//
+// Rows: token t of the micro-batch is row t of every [n_tok] array and of
+// the activations. A token's sequence is a row of the packed block tables,
+// in order of first appearance in the micro-batch.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace cohort::backend {
+
+struct StepInput {
+  int32_t n_tok = 0;                    // tokens of this micro-batch
+  int32_t n_seq = 0;                    // distinct sequences among them
+  int32_t max_blocks = 0;               // row length of block_tables (capacity, not n used)
+  int32_t block_size = 0;               // tokens per KV block
+  std::span<const int32_t> tokens;        // [n_tok] token ids
+  std::span<const int32_t> positions;     // [n_tok] position of each token in its sequence
+  std::span<const int32_t> kv_slots;      // [n_tok] KV row of each token: block * block_size + offset
+  std::span<const int32_t> seq_index;     // [n_tok] row of the token's sequence in block_tables
+  std::span<const int32_t> block_tables;  // [n_seq, max_blocks] block ids; past a table's end: unused
+  std::span<const int32_t> context_lens;  // [n_seq] positions held after this step (last + 1)
+  std::span<const int32_t> logit_rows;    // [n_logits] rows that want logits, increasing
+
+  int32_t n_logits() const { return static_cast<int32_t>(logit_rows.size()); }
+  // The block table of row s. REQUIRES: 0 <= s < n_seq.
+  std::span<const int32_t> block_table(int32_t s) const {
+    return block_tables.subspan(static_cast<size_t>(s) * static_cast<size_t>(max_blocks),
+                                static_cast<size_t>(max_blocks));
+  }
+};
+
+}  // namespace cohort::backend
