@@ -31,13 +31,14 @@ void DecoderOptions::validate() const {
   if (n_batch < 1) fail("-b (batch size) must be at least 1, got {}", n_batch);
   if (n_ubatch < 1) fail("-ub (micro-batch size) must be at least 1, got {}", n_ubatch);
   if (n_threads < 0) fail("-t (threads) must not be negative, got {}", n_threads);
+  if (poll < 0 || poll > kMaxPoll) fail("--poll must be in 0..{}, got {}", kMaxPoll, poll);
   if (block_size < 1) fail("KV block size must be at least 1, got {}", block_size);
 }
 
 Decoder::Decoder(const model::Model& model, const DecoderOptions& options)
     : model_(model),
       options_((options.validate(), options)),
-      pool_(resolve_threads(options.n_threads)),
+      pool_(resolve_threads(options.n_threads), options.poll),
       blocks_(kv::kv_blocks_for_context(options.n_ctx, options.block_size), options.block_size),
       kv_(kv_shape(model.hparams(), options)),
       ws_(model.hparams(), std::min(options.n_ubatch, options.n_batch),
