@@ -7,11 +7,13 @@ namespace cohort {
 namespace {
 
 // Chunks per thread in a loop (when there are that many grains). One chunk
-// per thread balances an idle machine; more let the running threads take
-// over from one that the OS preempted in the middle of the loop, which then
-// holds back at most one chunk. Each claim is one atomic add on a shared
-// line, ~100 ns, against chunks of several microseconds in a forward step.
-constexpr int64_t kChunksPerThread = 4;
+// per thread balances an idle machine best; more let the running threads
+// take over from one that is slowed down (a shared core), but split each
+// matvec into smaller tiles. Measured on SmolLM2-135M Q4_1, 2 cores, tg32
+// (t/s, ranges over 3 runs): idle 1: 129-154, 2: 144-150, 4: 131-133 (the
+// pool before claims: 142-160); beside two busy loops 2: 61-81, 4: 89-102
+// (-t 1: 70-78). 2 keeps the idle speed.
+constexpr int64_t kChunksPerThread = 2;
 // The claim word's low half counts claims, including at most two failed ones
 // per thread and loop; this bound keeps it far from the high half.
 constexpr int kMaxThreads = 1 << 16;
@@ -34,23 +36,30 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::run_chunks(int index) {
+  // Every chunk this call runs belongs to one loop: the next loop is
+  // published only after this thread reported its chunks below.
+  uint32_t ran = 0, n_chunks = 0;
   for (;;) {
     // acq_rel: acquire makes the fields of the loop this claim belongs to
     // visible (the caller stored the word with release before any claim).
     const uint64_t claim = claims_.fetch_add(1, std::memory_order_acq_rel);
     const auto next = static_cast<uint32_t>(claim);
-    const auto n_chunks = static_cast<uint32_t>(claim >> 32);
-    if (next >= n_chunks) return;
+    if (next >= static_cast<uint32_t>(claim >> 32)) break;
+    n_chunks = static_cast<uint32_t>(claim >> 32);
     const int64_t b0 = next * n_blocks_ / n_chunks;
     const int64_t b1 = (next + 1) * n_blocks_ / n_chunks;
     (*fn_)(b0 * grain_, std::min(n_, b1 * grain_), index);
-    // seq_cst: releases the task's writes to the caller, and is ordered with
-    // the load of caller_sleeping_ against the caller's store of it then load
-    // of done_ (either the caller sees the final count, or this sees it asleep).
-    if (done_.fetch_add(1, std::memory_order_seq_cst) + 1 == n_chunks &&
-        caller_sleeping_.load(std::memory_order_seq_cst) != 0) {
-      done_.notify_one();
-    }
+    ++ran;
+  }
+  if (ran == 0) return;
+  // One report per thread and loop (not per chunk: each is an atomic on a
+  // line every thread writes). seq_cst: releases the tasks' writes to the
+  // caller, and is ordered with the load of caller_sleeping_ against the
+  // caller's store of it then load of done_ (either the caller sees the
+  // final count, or this sees it asleep and wakes it).
+  if (done_.fetch_add(ran, std::memory_order_seq_cst) + ran == n_chunks &&
+      caller_sleeping_.load(std::memory_order_seq_cst) != 0) {
+    done_.notify_one();
   }
 }
 

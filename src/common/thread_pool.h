@@ -77,9 +77,10 @@ class ThreadPool {
   // reads the word (or a later claim in its release sequence) sees the loop
   // fields written before it.
   alignas(64) std::atomic<uint64_t> claims_{0};
-  // Chunks finished in the current loop. Incremented (seq_cst) after a chunk
-  // ran, so that the caller's acquire of the final count sees all writes of
-  // the tasks, and seq_cst to pair with caller_sleeping_ (see wait_until_done).
+  // Chunks finished in the current loop. Each thread adds the chunks it ran
+  // once it finds none left to claim (release: the caller's acquire of the
+  // final count sees all writes of the tasks; seq_cst to pair with
+  // caller_sleeping_, see run_chunks).
   alignas(64) std::atomic<uint32_t> done_{0};
   std::atomic<uint32_t> caller_sleeping_{0};
   // Bumped (seq_cst) after each publication and on shutdown: what workers
