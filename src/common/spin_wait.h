@@ -23,10 +23,12 @@ inline constexpr int kMaxPoll = 100;
 // level (`1024 * 128 * poll` rounds, ggml-cpu.c), but only between graphs;
 // inside a graph its barriers spin without bound, and that is the wait that
 // starves on a loaded machine. Here every parallel loop is such a wait, so
-// the budget is a time: 2 us per level, 100 us at the default, which is the
-// spin the pool used before this flag existed (it covers the gap between the
-// back-to-back loops of a forward step, a blocking wake-up costing 20-50 us
-// when measured on the development machine) and, at 100, 200 us.
+// the budget is a time, not a count (a pause takes 10-150 cycles depending
+// on the core): 2 us per level, 100 us at the default. 100 us is what the
+// pool's earlier fixed spin was meant to be (20000 pauses, "about 100 us",
+// chosen to cover the gap between the back-to-back loops of a forward step,
+// a blocking wake-up costing 20-50 us on the development machine). The idle
+// and loaded decode speeds at the default are in docs/PERFORMANCE.md.
 inline constexpr int64_t kSpinNsPerPollLevel = 2000;
 
 inline int64_t spin_budget_ns(int poll) { return static_cast<int64_t>(poll) * kSpinNsPerPollLevel; }
