@@ -24,6 +24,7 @@
 
 #include "backend/step_input.h"
 #include "backend/tensor.h"
+#include "common/spin_wait.h"
 #include "kv/kv_cache.h"
 
 namespace cohort::backend {
@@ -47,6 +48,7 @@ struct BackendOptions {
   Device device = Device::cpu;
   int n_threads = 0;   // CPU worker threads; 0: hardware threads (-t)
   bool exact = false;  // CPU reference path: F32 activations in every dot product (--exact)
+  int poll = kDefaultPoll;  // how long waiting CPU workers spin before sleeping, 0..100 (--poll)
 };
 
 // The largest step a backend must hold, from the model's shape and -ub / -c.

@@ -24,6 +24,7 @@ std::unique_ptr<backend::Backend> make_backend(const model::HParams& hp, const D
   backend::BackendOptions bo;
   bo.n_threads = o.n_threads;
   bo.exact = o.exact;
+  bo.poll = o.poll;
   return backend::make_backend(
       bo, model::backend_limits(hp, ubatch_size(o), int64_t{kv.n_blocks} * kv.block_size, kv));
 }
@@ -35,6 +36,7 @@ void DecoderOptions::validate() const {
   if (n_batch < 1) fail("-b (batch size) must be at least 1, got {}", n_batch);
   if (n_ubatch < 1) fail("-ub (micro-batch size) must be at least 1, got {}", n_ubatch);
   if (n_threads < 0) fail("-t (threads) must not be negative, got {}", n_threads);
+  if (poll < 0 || poll > kMaxPoll) fail("--poll must be in 0..{}, got {}", kMaxPoll, poll);
   if (block_size < 1) fail("KV block size must be at least 1, got {}", block_size);
 }
 

@@ -21,6 +21,7 @@
 
 #include "backend/backend.h"
 #include "comm/communicator.h"
+#include "common/spin_wait.h"
 #include "engine/batch.h"
 #include "engine/step_builder.h"
 #include "kv/block_manager.h"
@@ -33,6 +34,7 @@ struct DecoderOptions {
   int n_batch = 2048;    // most tokens per decode() call (-b)
   int n_ubatch = 512;    // most tokens per forward (-ub)
   int n_threads = 0;     // 0: hardware threads (-t)
+  int poll = kDefaultPoll;  // how long waiting threads spin before sleeping, 0..100 (--poll)
   int block_size = kv::kDefaultBlockSize;
   bool exact = false;    // CPU reference path: F32 activations in every dot product (--exact)
 

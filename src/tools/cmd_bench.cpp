@@ -30,6 +30,7 @@ struct BenchOptions {
   std::vector<int> n_batch{2048};
   std::vector<int> n_ubatch{512};
   int repetitions = 5;
+  int poll = kDefaultPoll;
   std::string output = "md";
   bool exact = false;
 };
@@ -121,6 +122,7 @@ void run_bench(const BenchOptions& o) {
           d.n_batch = nb;
           d.n_ubatch = nub;
           d.n_threads = threads;
+          d.poll = o.poll;
           d.exact = o.exact;
           engine::Decoder dec(*model, d);
           BenchRecord r = base_record(*model, o.model);
@@ -154,6 +156,7 @@ void register_bench(CLI::App& app) {
   cmd->add_option("-b,--batch-size", o->n_batch, "batch size (list)")->delimiter(',');
   cmd->add_option("--ubatch-size", o->n_ubatch, "micro-batch size (list)")->delimiter(',');
   cmd->add_option("-r,--repetitions", o->repetitions, "timed runs per test");
+  cmd->add_option("--poll", o->poll, "0..100: how long waiting threads spin before they sleep");
   cmd->add_option("-o,--output", o->output, "md, json, jsonl or csv");
   cmd->add_flag("--exact", o->exact, "CPU reference path (F32 activations)");
   cmd->callback([o] { run_bench(*o); });

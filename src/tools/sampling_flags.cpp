@@ -19,6 +19,7 @@ void add_decoder_flags(CLI::App* cmd, engine::DecoderOptions& o) {
   cmd->add_option("-b,--batch-size", o.n_batch, "most tokens per batch");
   cmd->add_option("--ubatch-size", o.n_ubatch, "most tokens per forward (-ub)");
   cmd->add_option("-t,--threads", o.n_threads, "threads (default: all cores)");
+  cmd->add_option("--poll", o.poll, "0..100: how long waiting threads spin before they sleep (0: not at all)");
   cmd->add_flag("--exact", o.exact, "CPU reference path: F32 activations in every dot product");
 }
 

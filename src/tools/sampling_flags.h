@@ -10,7 +10,7 @@
 namespace cohort::tools {
 
 void add_sampling_flags(CLI::App* cmd, engine::SamplingParams& p);
-// -c -b -ub -t
+// -c -b -ub -t --poll --exact
 void add_decoder_flags(CLI::App* cmd, engine::DecoderOptions& o);
 
 }  // namespace cohort::tools

@@ -30,7 +30,7 @@ WeightView weight_of(ConstTensorView w) {
 
 CpuBackend::CpuBackend(const backend::BackendOptions& options, const backend::BackendLimits& limits)
     : exact_(options.exact),
-      pool_(resolve_threads(options.n_threads)),
+      pool_(resolve_threads(options.n_threads), options.poll),
       kv_(limits.kv),
       n_max_ctx_(limits.n_max_ctx),
       head_dim_(limits.head_dim) {
