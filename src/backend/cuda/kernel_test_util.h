@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <random>
+#include <algorithm>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <cuda_bf16.h>
@@ -62,6 +64,16 @@ inline double relative_l2(const float* got, const double* want, size_t n) {
     den += want[i] * want[i];
   }
   return den > 0.0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+// fn(begin, end) over [0, n) cut into one range per hardware thread: the
+// F64 references of the large shapes would take minutes on one core.
+template <typename Fn>
+void parallel_ranges(int64_t n, Fn fn) {
+  const int64_t k = std::max<int64_t>(1, std::min<int64_t>(n, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (int64_t i = 0; i < k; ++i) threads.emplace_back(fn, n * i / k, n * (i + 1) / k);
+  for (std::thread& t : threads) t.join();
 }
 
 // The tolerance check of these tests: NaN never passes.

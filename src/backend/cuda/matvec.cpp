@@ -1,6 +1,7 @@
 #include "backend/cuda/matvec.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "backend/cuda/matvec_kernels.h"
 #include "common/error.h"
@@ -51,7 +52,7 @@ bool can_matvec(gguf::TensorType type) { return kernels::matvec_launcher(type) !
 void matvec(gguf::TensorType type, const void* w, const __nv_bfloat16* x, void* y, OutType out,
             int64_t n_tok, int64_t n_in, int64_t n_out, cudaStream_t stream) {
   const kernels::MatvecLauncher run = kernels::matvec_launcher(type);
-  const char* name = gguf::type_name(type);
+  const std::string_view name = gguf::type_name(type);
   if (run == nullptr) fail("cuda: matvec with weights of type {} is not supported", name);
   const int64_t block = gguf::traits(type).block_size;
   if (n_in <= 0 || n_in % 16 != 0 || n_in % block != 0) {

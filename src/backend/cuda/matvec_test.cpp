@@ -44,10 +44,12 @@ Weights make_weights(TensorType type, const std::vector<float>& f, int64_t n_in,
   const size_t row = gguf::row_bytes(type, n_in);
   w.bytes.resize(row * static_cast<size_t>(n_out));
   w.values.resize(f.size());
-  for (int64_t r = 0; r < n_out; ++r) {
-    quant::quantize(type, f.data() + r * n_in, w.bytes.data() + r * row, n_in);
-    quant::dequantize(type, w.bytes.data() + r * row, w.values.data() + r * n_in, n_in);
-  }
+  testing::parallel_ranges(n_out, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      quant::quantize(type, f.data() + r * n_in, w.bytes.data() + r * row, n_in);
+      quant::dequantize(type, w.bytes.data() + r * row, w.values.data() + r * n_in, n_in);
+    }
+  });
   return w;
 }
 
@@ -55,15 +57,17 @@ Weights make_weights(TensorType type, const std::vector<float>& f, int64_t n_in,
 std::vector<double> reference(const std::vector<float>& w, const std::vector<float>& x, int64_t n_tok,
                               int64_t n_in, int64_t n_out) {
   std::vector<double> y(static_cast<size_t>(n_tok * n_out));
-  for (int64_t o = 0; o < n_out; ++o) {
-    const float* wr = w.data() + o * n_in;
-    for (int64_t t = 0; t < n_tok; ++t) {
-      const float* xr = x.data() + t * n_in;
-      double s = 0.0;
-      for (int64_t i = 0; i < n_in; ++i) s += static_cast<double>(wr[i]) * xr[i];
-      y[static_cast<size_t>(t * n_out + o)] = s;
+  testing::parallel_ranges(n_out, [&](int64_t o0, int64_t o1) {
+    for (int64_t o = o0; o < o1; ++o) {
+      const float* wr = w.data() + o * n_in;
+      for (int64_t t = 0; t < n_tok; ++t) {
+        const float* xr = x.data() + t * n_in;
+        double s = 0.0;
+        for (int64_t i = 0; i < n_in; ++i) s += static_cast<double>(wr[i]) * xr[i];
+        y[static_cast<size_t>(t * n_out + o)] = s;
+      }
     }
-  }
+  });
   return y;
 }
 
@@ -93,7 +97,9 @@ void check_all_token_counts(TensorType type, const Weights& w, const DeviceBuffe
     EXPECT_TRUE(within(e32, kTolF32)) << what << ": f32 out " << e32;
     EXPECT_TRUE(within(e16, kTolBf16)) << what << ": bf16 out " << e16;
     // The rows past n_tok must be untouched (still the poison).
-    if (n_tok < n_tok_max) EXPECT_TRUE(std::isnan(y32.download()[n]));
+    if (n_tok < n_tok_max) {
+      EXPECT_TRUE(std::isnan(y32.download()[n]));
+    }
   }
 }
 
