@@ -30,7 +30,7 @@ float yarn_corr_dim(int64_t n_rot, int64_t n_ctx_orig, float n_rotations, float 
 
 void rms_norm(__nv_bfloat16* x, const __nv_bfloat16* residual, const float* weight, int64_t n_tok,
               int64_t n, float eps, __nv_bfloat16* y, cudaStream_t stream) {
-  if (n <= 0) fail("cuda: rms_norm of rows of {} elements", n);
+  if (n <= 0 || weight == nullptr) fail("cuda: rms_norm of rows of {} elements (or no weight)", n);
   require_vectors("rms_norm", n, {x, residual, weight, y});
   if (n_tok < 0 || n_tok > INT32_MAX) fail("cuda: rms_norm of {} rows", n_tok);
   if (n_tok > 0) kernels::launch_rms_norm(x, residual, weight, n_tok, n, eps, y, stream);

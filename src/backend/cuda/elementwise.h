@@ -42,6 +42,7 @@ struct RopeConfig {
 // In place on x: token t's heads start at x + t * token_stride and are
 // [n_heads, head_dim] contiguous (token_stride >= n_heads * head_dim lets q
 // or k be rotated inside a fused QKV row). positions [n_tok] int32.
+// REQUIRES: n_tok <= 65535 (one grid row per token).
 void rope(const RopeConfig& config, __nv_bfloat16* x, int64_t token_stride, const int32_t* positions,
           int64_t n_tok, int64_t n_heads, int64_t head_dim, cudaStream_t stream);
 
