@@ -9,12 +9,7 @@
 // token), so each weight byte is read once for all NT tokens. The 32 partial
 // sums of a row are added by warp shuffles.
 //
-// A type's decoder provides:
-//   kUnitElems     columns per unit (n_in is a multiple of it)
-//   kRuns          runs of 16 columns per unit
-//   Unit           the unit's raw bytes in registers
-//   load(row, u)   Unit u of a row (row = first byte of the row)
-//   decode(unit, u, r, w)  run r of unit u into w[16]; returns its first column
+// The decoders are in matvec_decode.cuh.
 #pragma once
 
 #include <cstdint>
@@ -23,53 +18,16 @@
 #include <cuda_fp16.h>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/matvec_decode.cuh"
 #include "backend/cuda/matvec_kernels.h"
 
 namespace cohort::cuda::kernels::matvec_impl {
 
-inline constexpr int kRunLen = 16;
+using matvec_decode::kRunLen;
 // Rows (warps) per thread block. Untuned: 4 warps keep blocks small enough
 // that 4096 rows fill 132 SMs several times over.
 inline constexpr int kWarpsPerBlock = 4;
 inline constexpr int kWarp = 32;
-
-// --- loads and bit tricks -------------------------------------------------
-
-// 4 bytes at a 2-byte-aligned address (two 16-bit loads).
-__device__ __forceinline__ uint32_t ldg_u32_a2(const uint8_t* p) {
-  const auto* h = reinterpret_cast<const uint16_t*>(p);
-  return static_cast<uint32_t>(__ldg(h)) | (static_cast<uint32_t>(__ldg(h + 1)) << 16);
-}
-
-__device__ __forceinline__ float ldg_half(const uint8_t* p) {
-  return __half2float(__ushort_as_half(__ldg(reinterpret_cast<const uint16_t*>(p))));
-}
-
-__device__ __forceinline__ float half_bits(uint32_t h) {
-  return __half2float(__ushort_as_half(static_cast<unsigned short>(h & 0xFFFFu)));
-}
-
-// Byte k (compile-time 0..3) of `word` as a float, exact: the byte is put
-// under the exponent of 2^23 (0x4B0000xx == 8388608 + xx) and 2^23 + bias
-// subtracted, which is cheaper than an integer-to-float conversion.
-template <int K>
-__device__ __forceinline__ float byte_as_float(uint32_t word, float bias) {
-  const uint32_t f = __byte_perm(word, 0x4B000000u, 0x7540u | K);
-  return __uint_as_float(f) - (8388608.0f + bias);
-}
-
-// w[4i .. 4i+4) = scale * (byte k of words[i] - bias) + offset.
-template <int N>
-__device__ __forceinline__ void bytes_fma(const uint32_t (&words)[N], float bias, float scale,
-                                          float offset, float (&w)[4 * N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) {
-    w[4 * i + 0] = fmaf(scale, byte_as_float<0>(words[i], bias), offset);
-    w[4 * i + 1] = fmaf(scale, byte_as_float<1>(words[i], bias), offset);
-    w[4 * i + 2] = fmaf(scale, byte_as_float<2>(words[i], bias), offset);
-    w[4 * i + 3] = fmaf(scale, byte_as_float<3>(words[i], bias), offset);
-  }
-}
 
 // acc + sum_i w[i] * x[i] over 8 BF16 values packed in a uint4.
 __device__ __forceinline__ float dot8(const float* w, uint4 x, float acc) {
