@@ -101,7 +101,10 @@ void check_attention(const Case& c, uint32_t seed) {
   const std::vector<float> got = testing::bf16_values(dout.download());
   std::string what = "attention kv_heads " + std::to_string(c.n_head_kv) + " gqa " + std::to_string(c.gqa) +
                      " head_dim " + std::to_string(d) + " ctx";
-  for (int32_t n : c.ctx) what += " " + std::to_string(n);
+  for (int32_t n : c.ctx) {
+    what += ' ';
+    what += std::to_string(n);
+  }
   const double e = testing::relative_l2(got.data(), want.data(), want.size());
   testing::report(what, e, kTol);
   EXPECT_TRUE(within(e, kTol)) << what << ": " << e;
