@@ -2,10 +2,16 @@
 # GPU tests, for a machine with a CUDA device, run from a build configured
 # with -DCOHORT_CUDA=ON (COHORT_BUILD names it; default build/):
 #   1. `cohort devices` lists the devices and peer access,
-#   2. the CUDA unit tests (cohort_tests --gtest_filter='Cuda*'), each once per
-#      model file of every supported type written by `cohort mkmodel`; a
-#      skipped CUDA test fails the run (here every one must really run),
-#   3. `cohort mkmodel` of the 8B presets and the time to load one, as figures.
+#   2. the CUDA unit tests (cohort_tests --gtest_filter='Cuda*'), with the
+#      first model file, and the tests that read a model file once per model
+#      file of every supported type written by `cohort mkmodel`; a skipped
+#      CUDA test fails the run (here every one must really run); the kernel
+#      tests print one `[ rel-l2   ]` line per comparison,
+#   3. the same CUDA tests once more under `compute-sanitizer --tool memcheck`
+#      (one model file), failing on any error it reports,
+#   4. the kernel benchmark (cuda_kernel_bench), JSON lines kept as
+#      kernel-bench.jsonl,
+#   5. `cohort mkmodel` of the 8B presets and the time to load one, as figures.
 # Writes logs under ${OUT:-/tmp/cohort-gpu}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,13 +34,28 @@ for t in f32 f16 bf16 q8_0 q4_0 q4_1 q4_k q5_k q6_k; do
 done
 "$BIN/cohort" mkmodel --preset smollm-135m --type q4_1 -o "$WORK/smollm-q4_1.gguf" 2>/dev/null
 models+=("$WORK/smollm-q4_1.gguf")
+# The kernel tests do not read the model: all of them run with the first
+# file, the model-file tests with every file.
+filter='Cuda*'
 for m in "${models[@]}"; do
   log="$LOGS/cuda-tests-$(basename "$m" .gguf).txt"
-  COHORT_TEST_MODEL=$m "$BIN/cohort_tests" --gtest_filter='Cuda*' >"$log" 2>&1 ||
+  COHORT_TEST_MODEL=$m "$BIN/cohort_tests" --gtest_filter="$filter" >"$log" 2>&1 ||
     { tail -30 "$log"; echo "FAILED on $m"; exit 1; }
   if grep -q "SKIPPED \]" "$log"; then grep "SKIPPED" "$log"; echo "a CUDA test was skipped"; exit 1; fi
   echo "$(basename "$m"): $(grep -E '^\[  PASSED  \]' "$log")"
+  filter='CudaDequantize.EqualsTheCpuOnEveryTensorOfAModel'
 done
+
+echo "== CUDA unit tests under compute-sanitizer memcheck ($(basename "${models[0]}"))"
+SANITIZER=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
+log="$LOGS/cuda-tests-memcheck.txt"
+COHORT_TEST_MODEL=${models[0]} "$SANITIZER" --tool memcheck --error-exitcode 1 --print-limit 20 \
+  "$BIN/cohort_tests" --gtest_filter='Cuda*' >"$log" 2>&1 ||
+  { tail -40 "$log"; echo "memcheck FAILED"; exit 1; }
+grep -E "ERROR SUMMARY|^\[  PASSED  \]" "$log" || true
+
+echo "== kernel benchmark"
+"$BIN/cuda_kernel_bench" | tee "$LOGS/kernel-bench.jsonl"
 
 echo "== mkmodel of the 8B presets (figures)"
 for spec in "llama3-8b q4_k" "qwen3-8b q4_k" "llama3-8b f16"; do

@@ -1,0 +1,213 @@
+// Times the CUDA compute kernels with CUDA events and prints one JSON object
+// per line on stdout:
+//   {"op":"copy", ...}     the device-to-device cudaMemcpyAsync ceiling, GB/s
+//                          of bytes read plus written
+//   {"op":"matvec", ...}   every weight type on the llama3-8b shapes, n_tok
+//                          1 and 8: GB/s of weight bytes and the fraction of
+//                          the copy ceiling
+//   {"op":"rms_norm" | "rope" | "silu_mul" | "attention", ...}
+// Each figure is the median over kSamples samples of kLaunches back-to-back
+// launches, after a warm-up. Inputs rotate over copies whose total exceeds
+// the L2 cache, so weights and KV come from device memory, not L2; weight
+// bytes are a constant pattern (the timing does not depend on the values).
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "backend/cuda/attention.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/devices.h"
+#include "backend/cuda/elementwise.h"
+#include "backend/cuda/matvec.h"
+#include "common/error.h"
+#include "gguf/tensor_type.h"
+
+namespace cohort::cuda {
+namespace {
+
+constexpr int kSamples = 25;
+constexpr int kLaunches = 10;
+constexpr size_t kRotateBytes = size_t{1} << 30;  // > 16x the H200's 60 MB L2
+
+// Owned device bytes (the bench allocates a few GB and frees them per case).
+class Bytes {
+ public:
+  explicit Bytes(size_t n) : n_(n) { CUDA_CHECK(cudaMalloc(&p_, std::max<size_t>(n, 16))); }
+  ~Bytes() { (void)cudaFree(p_); }
+  Bytes(const Bytes&) = delete;
+  Bytes& operator=(const Bytes&) = delete;
+  template <typename T>
+  T* as() const { return static_cast<T*>(p_); }
+  size_t size() const { return n_; }
+
+ private:
+  void* p_ = nullptr;
+  size_t n_;
+};
+
+// Median seconds per launch of `run(i)`, i counting launches from 0.
+double time_launches(const std::function<void(int)>& run) {
+  cudaEvent_t start, stop;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  int i = 0;
+  for (int w = 0; w < 3 * kLaunches; ++w) run(i++);
+  std::vector<float> ms;
+  for (int s = 0; s < kSamples; ++s) {
+    CUDA_CHECK(cudaEventRecord(start, nullptr));
+    for (int k = 0; k < kLaunches; ++k) run(i++);
+    CUDA_CHECK(cudaEventRecord(stop, nullptr));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    float t = 0.0f;
+    CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+    ms.push_back(t);
+  }
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaEventDestroy(start));
+  CUDA_CHECK(cudaEventDestroy(stop));
+  std::sort(ms.begin(), ms.end());
+  return static_cast<double>(ms[ms.size() / 2]) / 1e3 / kLaunches;
+}
+
+int copies_for(size_t bytes) { return static_cast<int>(std::clamp<size_t>(kRotateBytes / std::max<size_t>(bytes, 1), 2, 256)); }
+
+double copy_ceiling() {
+  const size_t n = kRotateBytes / 2;
+  Bytes a(n), b(n);
+  CUDA_CHECK(cudaMemset(a.as<void>(), 1, n));
+  const double s = time_launches([&](int) { CUDA_CHECK(cudaMemcpyAsync(b.as<void>(), a.as<void>(), n, cudaMemcpyDeviceToDevice, nullptr)); });
+  const double gbps = 2.0 * static_cast<double>(n) / s / 1e9;
+  std::printf("{\"op\":\"copy\",\"bytes\":%zu,\"us\":%.2f,\"gbps\":%.1f}\n", n, s * 1e6, gbps);
+  return gbps;
+}
+
+void bench_matvec(gguf::TensorType type, int64_t n_in, int64_t n_out, double ceiling) {
+  const size_t w_bytes = gguf::row_bytes(type, n_in) * static_cast<size_t>(n_out);
+  const int copies = copies_for(w_bytes);
+  const size_t stride = (w_bytes + 255) / 256 * 256;
+  Bytes w(stride * static_cast<size_t>(copies));
+  CUDA_CHECK(cudaMemset(w.as<void>(), 0x3C, w.size()));  // finite scales and values
+  Bytes x(8 * static_cast<size_t>(n_in) * 2), y(8 * static_cast<size_t>(n_out) * 4);
+  CUDA_CHECK(cudaMemset(x.as<void>(), 0x3C, x.size()));
+  for (int64_t n_tok : {1, 8}) {
+    const double s = time_launches([&](int i) {
+      matvec(type, w.as<char>() + stride * static_cast<size_t>(i % copies), x.as<__nv_bfloat16>(),
+             y.as<void>(), OutType::bf16, n_tok, n_in, n_out, nullptr);
+    });
+    const double gbps = static_cast<double>(w_bytes) / s / 1e9;
+    std::printf("{\"op\":\"matvec\",\"type\":\"%s\",\"n_in\":%lld,\"n_out\":%lld,\"n_tok\":%lld,\"weight_bytes\":%zu,"
+                "\"us\":%.2f,\"gbps\":%.1f,\"fraction_of_copy\":%.3f}\n",
+                std::string(gguf::type_name(type)).c_str(), static_cast<long long>(n_in), static_cast<long long>(n_out),
+                static_cast<long long>(n_tok), w_bytes, s * 1e6, gbps, gbps / ceiling);
+  }
+}
+
+void bench_elementwise() {
+  const int64_t n = 4096, heads = 32, d = 128, ff = 14336;
+  Bytes x(8 * n * 2), r(8 * n * 2), y(8 * n * 2), w(n * 4), q(8 * heads * d * 2), pos(8 * 4);
+  Bytes g(8 * ff * 2), u(8 * ff * 2), o(8 * ff * 2);
+  for (Bytes* b : {&x, &r, &w, &q, &g, &u}) CUDA_CHECK(cudaMemset(b->as<void>(), 0x3C, b->size()));
+  CUDA_CHECK(cudaMemset(pos.as<void>(), 0, pos.size()));
+  for (int64_t n_tok : {1, 8}) {
+    double s = time_launches([&](int) {
+      rms_norm(x.as<__nv_bfloat16>(), r.as<__nv_bfloat16>(), w.as<float>(), n_tok, n, 1e-5f, y.as<__nv_bfloat16>(), nullptr);
+    });
+    std::printf("{\"op\":\"rms_norm\",\"fused_residual\":true,\"n\":%lld,\"n_tok\":%lld,\"us\":%.2f}\n",
+                static_cast<long long>(n), static_cast<long long>(n_tok), s * 1e6);
+    RopeConfig c;
+    c.n_rot = d;
+    c.freq_base = 500000.0f;
+    s = time_launches([&](int) {
+      rope(c, q.as<__nv_bfloat16>(), heads * d, pos.as<int32_t>(), n_tok, heads, d, nullptr);
+    });
+    std::printf("{\"op\":\"rope\",\"n_heads\":%lld,\"head_dim\":%lld,\"n_tok\":%lld,\"us\":%.2f}\n",
+                static_cast<long long>(heads), static_cast<long long>(d), static_cast<long long>(n_tok), s * 1e6);
+    s = time_launches([&](int) {
+      silu_mul(g.as<__nv_bfloat16>(), u.as<__nv_bfloat16>(), o.as<__nv_bfloat16>(), n_tok * ff, nullptr);
+    });
+    std::printf("{\"op\":\"silu_mul\",\"n\":%lld,\"n_tok\":%lld,\"us\":%.2f}\n", static_cast<long long>(ff),
+                static_cast<long long>(n_tok), s * 1e6);
+  }
+}
+
+// llama3-8b heads: 32 query heads, 8 KV heads, head_dim 128.
+void bench_attention(int64_t n_seq, int64_t ctx, double ceiling) {
+  const int64_t n_head = 32, n_kv = 8, d = 128;
+  const int64_t blocks_per_seq = ctx / kKvBlockSize;
+  const size_t kv_bytes = static_cast<size_t>(n_seq * ctx * n_kv * d) * 2 * 2;  // K and V, F16
+  const int copies = copies_for(kv_bytes);
+  const int64_t n_blocks = blocks_per_seq * n_seq * copies;
+  const size_t cache_bytes = static_cast<size_t>(n_blocks * kKvBlockSize * n_kv * d) * 2;
+  Bytes k(cache_bytes), v(cache_bytes), q(static_cast<size_t>(n_seq * n_head * d) * 2), out(q.size());
+  CUDA_CHECK(cudaMemset(k.as<void>(), 0x3C, cache_bytes));
+  CUDA_CHECK(cudaMemset(v.as<void>(), 0x3C, cache_bytes));
+  CUDA_CHECK(cudaMemset(q.as<void>(), 0x3C, q.size()));
+  // Copy c's tables: the blocks of every sequence, interleaved across sequences.
+  std::vector<int32_t> tables(static_cast<size_t>(copies * n_seq * blocks_per_seq));
+  for (int c = 0; c < copies; ++c) {
+    for (int64_t s = 0; s < n_seq; ++s) {
+      for (int64_t b = 0; b < blocks_per_seq; ++b) {
+        tables[static_cast<size_t>((c * n_seq + s) * blocks_per_seq + b)] =
+            static_cast<int32_t>(c * n_seq * blocks_per_seq + b * n_seq + s);
+      }
+    }
+  }
+  Bytes dt(tables.size() * 4), lens(static_cast<size_t>(n_seq) * 4);
+  CUDA_CHECK(cudaMemcpy(dt.as<void>(), tables.data(), dt.size(), cudaMemcpyHostToDevice));
+  const std::vector<int32_t> ctx_lens(static_cast<size_t>(n_seq), static_cast<int32_t>(ctx));
+  CUDA_CHECK(cudaMemcpy(lens.as<void>(), ctx_lens.data(), lens.size(), cudaMemcpyHostToDevice));
+  Bytes work(decode_attention_workspace_bytes(n_seq, n_head, d, ctx));
+  const KvCacheView cache{k.as<__half>(), v.as<__half>(), n_blocks, n_kv, d};
+  const double s = time_launches([&](int i) {
+    decode_attention(cache, q.as<__nv_bfloat16>(), dt.as<int32_t>() + (i % copies) * n_seq * blocks_per_seq,
+                     blocks_per_seq, lens.as<int32_t>(), n_seq, n_head, ctx, 0.088388f, work.as<void>(),
+                     out.as<__nv_bfloat16>(), nullptr);
+  });
+  const double gbps = static_cast<double>(kv_bytes) / s / 1e9;
+  std::printf("{\"op\":\"attention\",\"n_seq\":%lld,\"ctx\":%lld,\"n_head\":%lld,\"n_head_kv\":%lld,\"head_dim\":%lld,"
+              "\"kv_bytes\":%zu,\"us\":%.2f,\"gbps\":%.1f,\"fraction_of_copy\":%.3f}\n",
+              static_cast<long long>(n_seq), static_cast<long long>(ctx), static_cast<long long>(n_head),
+              static_cast<long long>(n_kv), static_cast<long long>(d), kv_bytes, s * 1e6, gbps, gbps / ceiling);
+}
+
+int run() {
+  const DeviceList devices = list_devices();
+  if (devices.devices.empty()) {
+    std::fprintf(stderr, "error: cuda_kernel_bench: no CUDA device (%s)\n", devices.none_reason.c_str());
+    return 1;
+  }
+  const DeviceInfo& dev = devices.devices[0];
+  std::printf("{\"op\":\"device\",\"name\":\"%s\",\"cc\":\"%d.%d\",\"sm_count\":%d}\n", dev.name.c_str(), dev.cc_major,
+              dev.cc_minor, dev.sm_count);
+  const double ceiling = copy_ceiling();
+  using gguf::TensorType;
+  for (TensorType type : {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0, TensorType::Q4_0,
+                          TensorType::Q4_1, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
+    bench_matvec(type, 4096, 4096, ceiling);
+    bench_matvec(type, 4096, 14336, ceiling);
+    bench_matvec(type, 14336, 4096, ceiling);
+  }
+  bench_elementwise();
+  for (int64_t n_seq : {1, 8}) {
+    for (int64_t ctx : {128, 1024, 8192}) bench_attention(n_seq, ctx, ceiling);
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+}  // namespace cohort::cuda
+
+int main() {
+  try {
+    return cohort::cuda::run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: cuda_kernel_bench: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,84 @@
+#include "backend/cuda/attention.h"
+
+#include "backend/cuda/attention_kernels.h"
+#include "backend/cuda/cuda_check.h"
+#include "common/error.h"
+
+namespace cohort::cuda {
+namespace {
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+int64_t split_count(int64_t max_ctx) { return (max_ctx + kAttentionSplitTokens - 1) / kAttentionSplitTokens; }
+
+size_t align256(size_t n) { return (n + 255) / 256 * 256; }
+
+void check_cache(const KvCacheView& c, const char* op) {
+  if (c.k == nullptr || c.v == nullptr || !aligned16(c.k) || !aligned16(c.v)) {
+    fail("cuda: {}: the K and V caches must be non-null and 16-byte aligned", op);
+  }
+  if (c.n_blocks <= 0 || c.n_head_kv <= 0 || c.head_dim <= 0 || c.head_dim % 8 != 0) {
+    fail("cuda: {}: bad cache geometry ({} blocks, {} KV heads, head_dim {})", op, c.n_blocks, c.n_head_kv,
+         c.head_dim);
+  }
+}
+
+}  // namespace
+
+void kv_store(const KvCacheView& cache, const __nv_bfloat16* k_new, const __nv_bfloat16* v_new,
+              int64_t token_stride, const int32_t* slots, int64_t n_tok, cudaStream_t stream) {
+  check_cache(cache, "kv_store");
+  if (n_tok < 0 || n_tok > 65535) fail("cuda: kv_store of {} tokens (at most 65535 a call)", n_tok);
+  if (token_stride < cache.n_head_kv * cache.head_dim || token_stride % 8 != 0 || !aligned16(k_new) ||
+      !aligned16(v_new)) {
+    fail("cuda: kv_store: token stride {} (a multiple of 8, at least {}) or misaligned rows", token_stride,
+         cache.n_head_kv * cache.head_dim);
+  }
+  if (n_tok > 0) kernels::launch_kv_store(cache, k_new, v_new, token_stride, slots, n_tok, stream);
+}
+
+size_t decode_attention_workspace_bytes(int64_t n_seq, int64_t n_head, int64_t head_dim, int64_t max_ctx) {
+  const auto rows = static_cast<size_t>(n_seq * n_head * split_count(max_ctx));
+  return 2 * align256(rows * sizeof(float)) + align256(rows * static_cast<size_t>(head_dim) * sizeof(float));
+}
+
+void decode_attention(const KvCacheView& cache, const __nv_bfloat16* q, const int32_t* block_table,
+                      int64_t max_blocks, const int32_t* ctx_lens, int64_t n_seq, int64_t n_head,
+                      int64_t max_ctx, float scale, void* workspace, __nv_bfloat16* out,
+                      cudaStream_t stream) {
+  check_cache(cache, "decode_attention");
+  const int64_t d = cache.head_dim;
+  if (d != 64 && d != 128 && d != 256) fail("cuda: decode_attention: head_dim {} (64, 128 or 256)", d);
+  if (n_head <= 0 || n_head % cache.n_head_kv != 0) {
+    fail("cuda: decode_attention: {} heads is not a multiple of {} KV heads", n_head, cache.n_head_kv);
+  }
+  if (n_seq < 0 || n_seq > 65535 || max_ctx < 0 || split_count(max_ctx) > 65535) {
+    fail("cuda: decode_attention: {} sequences or max_ctx {} out of range", n_seq, max_ctx);
+  }
+  if (max_blocks * kKvBlockSize < max_ctx || max_blocks > INT32_MAX) {
+    fail("cuda: decode_attention: {} blocks per sequence cannot hold max_ctx {}", max_blocks, max_ctx);
+  }
+  if (workspace == nullptr || !aligned16(q) || !aligned16(out) || !aligned16(workspace)) {
+    fail("cuda: decode_attention: q, out and the workspace must be non-null and 16-byte aligned");
+  }
+  if (n_seq == 0 || max_ctx == 0) {
+    if (n_seq > 0) CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<size_t>(n_seq * n_head * d) * 2, stream));
+    return;
+  }
+  kernels::AttentionShape shape;
+  shape.n_seq = static_cast<int>(n_seq);
+  shape.n_head = static_cast<int>(n_head);
+  shape.n_head_kv = static_cast<int>(cache.n_head_kv);
+  shape.head_dim = static_cast<int>(d);
+  shape.max_blocks = static_cast<int>(max_blocks);
+  shape.n_splits = static_cast<int>(split_count(max_ctx));
+  const auto rows = static_cast<size_t>(n_seq * n_head * shape.n_splits);
+  auto* base = static_cast<char*>(workspace);
+  kernels::AttentionPartials p;
+  p.m = reinterpret_cast<float*>(base);
+  p.l = reinterpret_cast<float*>(base + align256(rows * sizeof(float)));
+  p.acc = reinterpret_cast<float*>(base + 2 * align256(rows * sizeof(float)));
+  kernels::launch_decode_attention(cache, q, block_table, ctx_lens, shape, scale, p, out, stream);
+}
+
+}  // namespace cohort::cuda

@@ -1,0 +1,250 @@
+// Split-K ("flash-decoding") attention over the paged KV cache.
+//
+// Stage 1, one thread block per (KV head, chunk of G query heads, sequence,
+// split of kAttentionSplitTokens tokens): a token's K (and V) row of one KV
+// head is head_dim halves, read by D/8 lanes with one 16-byte load each, so a
+// warp takes 32 / (D/8) tokens per step and 4 warps interleave over the
+// split. Every lane keeps, for each of the G query heads sharing the KV head
+// (grouped-query: K/V are read once for all of them), an online-softmax
+// state (max, sum, output for its 8 dims) in log2 units (q is prescaled by
+// scale * log2(e)). States are merged across the lane groups of a warp
+// (shuffles), then across warps (shared memory), and written to the
+// workspace. Stage 2 merges the splits of each (sequence, head) and
+// normalises.
+#include "backend/cuda/attention_kernels.h"
+
+#include <cmath>
+
+#include "backend/cuda/cuda_check.h"
+
+namespace cohort::cuda::kernels {
+namespace {
+
+constexpr int kWarps = 4;  // untuned
+constexpr int kSplit = kAttentionSplitTokens;
+constexpr float kLog2e = 1.4426950408889634f;
+
+__device__ __forceinline__ void unpack_bf16x8(uint4 v, float (&f)[8]) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = __uint_as_float(w[i] << 16);
+    f[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
+  }
+}
+
+__device__ __forceinline__ void unpack_f16x8(uint4 v, float (&f)[8]) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = __half2float(__ushort_as_half(static_cast<unsigned short>(w[i] & 0xFFFFu)));
+    f[2 * i + 1] = __half2float(__ushort_as_half(static_cast<unsigned short>(w[i] >> 16)));
+  }
+}
+
+// Weight of a state with max m in a merge whose max is `top`; an empty
+// state (m = -inf) weighs 0 even when every state is empty.
+__device__ __forceinline__ float merge_weight(float m, float top) {
+  return m == -INFINITY ? 0.0f : exp2f(m - top);
+}
+
+template <int D, int G>
+__global__ void __launch_bounds__(kWarps * 32)
+    attention_split_kernel(KvCacheView cache, const __nv_bfloat16* __restrict__ q,
+                           const int32_t* __restrict__ block_table, const int32_t* __restrict__ ctx_lens,
+                           AttentionShape shape, float q_scale, AttentionPartials part) {
+  constexpr int kLanes = D / 8;            // lanes per token
+  constexpr int kTokens = 32 / kLanes;     // tokens per warp step
+  const int group_size = shape.n_head / shape.n_head_kv;
+  const int n_chunks = group_size / G;
+  const int kvh = static_cast<int>(blockIdx.x) / n_chunks, chunk = static_cast<int>(blockIdx.x) % n_chunks;
+  const int seq = static_cast<int>(blockIdx.y), split = static_cast<int>(blockIdx.z);
+  const int ctx = ctx_lens[seq];
+  const int begin = split * kSplit;
+  if (begin >= ctx) return;  // the whole block: stage 2 reads only splits that hold tokens
+  const int end = min(ctx, begin + kSplit);
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int token_in_step = lane / kLanes, sub = lane % kLanes;  // this lane's dims: [8 sub, 8 sub + 8)
+  const int head0 = kvh * group_size + chunk * G;
+
+  float qv[G][8], m[G], l[G], acc[G][8];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    const auto* qp = reinterpret_cast<const uint4*>(q + (static_cast<int64_t>(seq) * shape.n_head + head0 + g) * D);
+    unpack_bf16x8(__ldg(qp + sub), qv[g]);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      qv[g][i] *= q_scale;
+      acc[g][i] = 0.0f;
+    }
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
+  }
+
+  const int32_t* table = block_table + static_cast<int64_t>(seq) * shape.max_blocks;
+  // The step start is the same for the whole warp, so the loop (and its
+  // shuffles) stays converged; lanes past `end` load nothing and skip the update.
+  for (int j0 = begin + warp * kTokens; j0 < end; j0 += kWarps * kTokens) {
+    const int j = j0 + token_in_step;
+    const bool valid = j < end;
+    uint4 kraw = make_uint4(0, 0, 0, 0), vraw = kraw;
+    if (valid) {
+      const int64_t slot = static_cast<int64_t>(table[j / kKvBlockSize]) * kKvBlockSize + j % kKvBlockSize;
+      const int64_t off = (slot * shape.n_head_kv + kvh) * D + 8 * sub;
+      kraw = __ldg(reinterpret_cast<const uint4*>(cache.k + off));
+      vraw = __ldg(reinterpret_cast<const uint4*>(cache.v + off));
+    }
+    float k[8];
+    unpack_f16x8(kraw, k);
+    float s[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      s[g] = 0.0f;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) s[g] = fmaf(qv[g][i], k[i], s[g]);
+#pragma unroll
+      for (int o = kLanes / 2; o > 0; o /= 2) s[g] += __shfl_xor_sync(0xFFFFFFFFu, s[g], o);
+    }
+    if (valid) {
+      float v[8];
+      unpack_f16x8(vraw, v);
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        const float top = fmaxf(m[g], s[g]);
+        const float corr = exp2f(m[g] - top);  // 0 for the first token (m = -inf)
+        const float p = exp2f(s[g] - top);
+        l[g] = fmaf(l[g], corr, p);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[g][i] = fmaf(acc[g][i], corr, p * v[i]);
+        m[g] = top;
+      }
+    }
+  }
+
+  // Merge the token groups of the warp (lanes sub, sub + kLanes, ...).
+#pragma unroll
+  for (int o = 16; o >= kLanes; o /= 2) {
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      const float m_o = __shfl_xor_sync(0xFFFFFFFFu, m[g], o);
+      const float l_o = __shfl_xor_sync(0xFFFFFFFFu, l[g], o);
+      const float top = fmaxf(m[g], m_o);
+      const float wa = merge_weight(m[g], top), wb = merge_weight(m_o, top);
+      l[g] = l[g] * wa + l_o * wb;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const float a_o = __shfl_xor_sync(0xFFFFFFFFu, acc[g][i], o);
+        acc[g][i] = acc[g][i] * wa + a_o * wb;
+      }
+      m[g] = top;
+    }
+  }
+
+  // Merge the warps through shared memory and write this split's partials.
+  __shared__ float sm_m[kWarps][G], sm_l[kWarps][G];
+  __shared__ float sm_acc[kWarps][G][D];
+  if (token_in_step == 0) {
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) sm_acc[warp][g][8 * sub + i] = acc[g][i];
+      if (sub == 0) {
+        sm_m[warp][g] = m[g];
+        sm_l[warp][g] = l[g];
+      }
+    }
+  }
+  __syncthreads();
+  for (int idx = static_cast<int>(threadIdx.x); idx < G * D; idx += kWarps * 32) {
+    const int g = idx / D, d = idx % D;
+    float top = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) top = fmaxf(top, sm_m[w][g]);
+    float a = 0.0f, sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float wt = merge_weight(sm_m[w][g], top);
+      a = fmaf(wt, sm_acc[w][g][d], a);
+      sum = fmaf(wt, sm_l[w][g], sum);
+    }
+    const int64_t row = (static_cast<int64_t>(seq) * shape.n_head + head0 + g) * shape.n_splits + split;
+    part.acc[row * D + d] = a;
+    if (d == 0) {
+      part.m[row] = top;
+      part.l[row] = sum;
+    }
+  }
+}
+
+// One thread block per (head, sequence), one thread per dim.
+__global__ void attention_combine_kernel(const int32_t* __restrict__ ctx_lens, AttentionShape shape,
+                                         AttentionPartials part, __nv_bfloat16* __restrict__ out) {
+  const int h = static_cast<int>(blockIdx.x), seq = static_cast<int>(blockIdx.y);
+  const int d = static_cast<int>(threadIdx.x), D = shape.head_dim;
+  const int ctx = ctx_lens[seq];
+  const int n_valid = min(shape.n_splits, (ctx + kSplit - 1) / kSplit);
+  const int64_t base = (static_cast<int64_t>(seq) * shape.n_head + h) * shape.n_splits;
+  float top = -INFINITY;
+  for (int i = 0; i < n_valid; ++i) top = fmaxf(top, part.m[base + i]);
+  float num = 0.0f, den = 0.0f;
+  for (int i = 0; i < n_valid; ++i) {
+    const float wt = merge_weight(part.m[base + i], top);
+    num = fmaf(wt, part.acc[(base + i) * D + d], num);
+    den = fmaf(wt, part.l[base + i], den);
+  }
+  out[(static_cast<int64_t>(seq) * shape.n_head + h) * D + d] = __float2bfloat16_rn(den > 0.0f ? num / den : 0.0f);
+}
+
+template <int D, int G>
+void launch_split(const KvCacheView& cache, const __nv_bfloat16* q, const int32_t* block_table,
+                  const int32_t* ctx_lens, const AttentionShape& shape, float scale,
+                  const AttentionPartials& partials, cudaStream_t stream) {
+  const int n_chunks = shape.n_head / shape.n_head_kv / G;
+  const dim3 grid(static_cast<unsigned>(shape.n_head_kv * n_chunks), static_cast<unsigned>(shape.n_seq),
+                  static_cast<unsigned>(shape.n_splits));
+  attention_split_kernel<D, G><<<grid, kWarps * 32, 0, stream>>>(cache, q, block_table, ctx_lens, shape,
+                                                                 scale * kLog2e, partials);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+// The largest chunk of query heads (at most 8) that divides the group.
+int head_chunk(int group_size) {
+  for (int g = 8; g > 1; --g) {
+    if (group_size % g == 0) return g;
+  }
+  return 1;
+}
+
+template <int D>
+void launch_for_dim(const KvCacheView& cache, const __nv_bfloat16* q, const int32_t* block_table,
+                    const int32_t* ctx_lens, const AttentionShape& shape, float scale,
+                    const AttentionPartials& p, cudaStream_t stream) {
+  switch (head_chunk(shape.n_head / shape.n_head_kv)) {
+    case 1: return launch_split<D, 1>(cache, q, block_table, ctx_lens, shape, scale, p, stream);
+    case 2: return launch_split<D, 2>(cache, q, block_table, ctx_lens, shape, scale, p, stream);
+    case 3: return launch_split<D, 3>(cache, q, block_table, ctx_lens, shape, scale, p, stream);
+    case 4: return launch_split<D, 4>(cache, q, block_table, ctx_lens, shape, scale, p, stream);
+    case 5: return launch_split<D, 5>(cache, q, block_table, ctx_lens, shape, scale, p, stream);
+    case 6: return launch_split<D, 6>(cache, q, block_table, ctx_lens, shape, scale, p, stream);
+    case 7: return launch_split<D, 7>(cache, q, block_table, ctx_lens, shape, scale, p, stream);
+    default: return launch_split<D, 8>(cache, q, block_table, ctx_lens, shape, scale, p, stream);
+  }
+}
+
+}  // namespace
+
+void launch_decode_attention(const KvCacheView& cache, const __nv_bfloat16* q, const int32_t* block_table,
+                             const int32_t* ctx_lens, const AttentionShape& shape, float scale,
+                             const AttentionPartials& partials, __nv_bfloat16* out, cudaStream_t stream) {
+  switch (shape.head_dim) {
+    case 64: launch_for_dim<64>(cache, q, block_table, ctx_lens, shape, scale, partials, stream); break;
+    case 128: launch_for_dim<128>(cache, q, block_table, ctx_lens, shape, scale, partials, stream); break;
+    default: launch_for_dim<256>(cache, q, block_table, ctx_lens, shape, scale, partials, stream); break;
+  }
+  const dim3 grid(static_cast<unsigned>(shape.n_head), static_cast<unsigned>(shape.n_seq));
+  attention_combine_kernel<<<grid, static_cast<unsigned>(shape.head_dim), 0, stream>>>(ctx_lens, shape,
+                                                                                        partials, out);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace cohort::cuda::kernels

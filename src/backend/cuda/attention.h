@@ -1,0 +1,66 @@
+// Decode attention over the paged KV cache, and the store of new K/V rows.
+//
+// KV cache layout (one array for K, one for V, F16):
+//   [n_blocks, kKvBlockSize, n_head_kv, head_dim]
+// Token j of a sequence lives in physical block table[j / kKvBlockSize] at
+// offset j % kKvBlockSize; its slot is block * kKvBlockSize + offset. A
+// slot's heads are contiguous, so one token's K row for one KV head is
+// head_dim consecutive halves (the kernels read it with 16-byte loads).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+namespace cohort::cuda {
+
+inline constexpr int kKvBlockSize = 16;  // tokens per KV block (DESIGN.md, KV cache)
+
+// The cache geometry shared by attention and the KV store.
+struct KvCacheView {
+  __half* k = nullptr;  // [n_blocks, kKvBlockSize, n_head_kv, head_dim]
+  __half* v = nullptr;  // same
+  int64_t n_blocks = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;
+};
+
+// Writes token t's rows into slot slot[t] (t < n_tok) as F16:
+//   cache.k[slot[t], h, :] = k_new[t * token_stride + h * head_dim + :], likewise v.
+// k_new / v_new are BF16, token t at k_new + t * token_stride (so they can be
+// views into a fused QKV row). A slot < 0 is skipped (a padding token).
+// REQUIRES: head_dim % 8 == 0; k_new, v_new, token_stride*2 bytes and the
+// caches 16-byte aligned; slots < n_blocks * kKvBlockSize (a larger slot is
+// skipped too, so a bad slot never writes out of bounds); no two tokens
+// share a slot.
+void kv_store(const KvCacheView& cache, const __nv_bfloat16* k_new, const __nv_bfloat16* v_new,
+              int64_t token_stride, const int32_t* slots, int64_t n_tok, cudaStream_t stream);
+
+// Bytes of device workspace decode_attention needs for these bounds
+// (partial results of the context splits). Allocate once, for the largest.
+size_t decode_attention_workspace_bytes(int64_t n_seq, int64_t n_head, int64_t head_dim, int64_t max_ctx);
+
+// out [n_seq, n_head, head_dim] = softmax(scale * q·Kᵀ) · V per sequence and
+// head, over the first ctx_lens[s] tokens of sequence s, query head h reading
+// KV head h / (n_head / n_head_kv) (grouped-query attention).
+//   q           [n_seq, n_head, head_dim] BF16
+//   block_table [n_seq, max_blocks] int32, physical block numbers (entries
+//               past a sequence's context are never read)
+//   ctx_lens    [n_seq] int32, 0 <= ctx_lens[s] <= max_ctx (0 gives zeros)
+//   workspace   decode_attention_workspace_bytes(n_seq, n_head, head_dim, max_ctx) bytes
+// Long contexts are split across thread blocks (flash-decoding): each split
+// of kAttentionSplitTokens tokens writes a partial max, sum and output to the
+// workspace, and a second kernel combines the splits.
+// REQUIRES: head_dim in {64, 128, 256}; n_head a multiple of n_head_kv;
+// max_blocks * kKvBlockSize >= max_ctx; q and out 16-byte aligned.
+void decode_attention(const KvCacheView& cache, const __nv_bfloat16* q, const int32_t* block_table,
+                      int64_t max_blocks, const int32_t* ctx_lens, int64_t n_seq, int64_t n_head,
+                      int64_t max_ctx, float scale, void* workspace, __nv_bfloat16* out,
+                      cudaStream_t stream);
+
+inline constexpr int kAttentionSplitTokens = 256;
+
+}  // namespace cohort::cuda

@@ -1,0 +1,76 @@
+// RMSNorm, one thread block per row: each thread takes 8 columns at a time
+// (16-byte loads), squares are summed in F32 per thread, then across the
+// warp (shuffles) and the block (shared memory). A second pass over the row
+// (from L1/L2: a row is at most a few tens of KB) scales and writes.
+#include "backend/cuda/elementwise_kernels.h"
+
+#include "backend/cuda/bf16x8.cuh"
+#include "backend/cuda/cuda_check.h"
+
+namespace cohort::cuda::kernels {
+namespace {
+
+// 256 threads x 8 columns covers a 2048-wide row in one step; untuned.
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+
+__device__ float block_sum(float v) {
+  __shared__ float partial[kWarps];
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xFFFFFFFFu, v, offset);
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  float total = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) total += partial[w];  // same order in every thread
+  return total;
+}
+
+// x, residual, y [n_tok, n]; n8 = n / 8 vectors per row.
+__global__ void __launch_bounds__(kThreads)
+    rms_norm_kernel(__nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ residual,
+                    const float* __restrict__ weight, int64_t n8, float eps, __nv_bfloat16* __restrict__ y) {
+  const int64_t row = blockIdx.x;
+  auto* xr = reinterpret_cast<uint4*>(x) + row * n8;
+  const auto* rr = residual ? reinterpret_cast<const uint4*>(residual) + row * n8 : nullptr;
+  auto* yr = reinterpret_cast<uint4*>(y) + row * n8;
+  const auto* w4 = reinterpret_cast<const float4*>(weight);
+
+  float sum = 0.0f;
+  for (int64_t i = threadIdx.x; i < n8; i += kThreads) {
+    float v[8];
+    unpack8(xr[i], v);
+    if (rr != nullptr) {
+      float r[8];
+      unpack8(rr[i], r);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) v[k] += r[k];
+      const uint4 packed = pack8(v);
+      xr[i] = packed;
+      unpack8(packed, v);  // the norm is of the stored (rounded) sum
+    }
+#pragma unroll
+    for (int k = 0; k < 8; ++k) sum = fmaf(v[k], v[k], sum);
+  }
+  const float scale = rsqrtf(block_sum(sum) / static_cast<float>(n8 * 8) + eps);
+  for (int64_t i = threadIdx.x; i < n8; i += kThreads) {
+    float v[8];
+    unpack8(xr[i], v);  // this thread's own write above, if any
+    const float4 wa = __ldg(w4 + 2 * i), wb = __ldg(w4 + 2 * i + 1);
+    const float w[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
+#pragma unroll
+    for (int k = 0; k < 8; ++k) v[k] = v[k] * scale * w[k];
+    yr[i] = pack8(v);
+  }
+}
+
+}  // namespace
+
+void launch_rms_norm(__nv_bfloat16* x, const __nv_bfloat16* residual, const float* weight, int64_t n_tok,
+                     int64_t n, float eps, __nv_bfloat16* y, cudaStream_t stream) {
+  rms_norm_kernel<<<static_cast<unsigned>(n_tok), kThreads, 0, stream>>>(x, residual, weight, n / 8, eps, y);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace cohort::cuda::kernels
