@@ -60,12 +60,49 @@ inline uint32_t __byte_perm(uint32_t x, uint32_t y, uint32_t s) {
   for (int i = 0; i < 4; ++i) r |= static_cast<uint32_t>((bytes >> (8 * ((s >> (4 * i)) & 7))) & 0xFF) << (8 * i);
   return r;
 }
+inline uint32_t __funnelshift_r(uint32_t lo, uint32_t hi, uint32_t shift) {
+  shift &= 31u;
+  return shift == 0 ? lo : (lo >> shift) | (hi << (32u - shift));
+}
 #endif
 
-// 4 bytes at a 2-byte-aligned address (two 16-bit loads).
-COHORT_DECODE uint32_t ldg_u32_a2(const uint8_t* p) {
-  const auto* h = reinterpret_cast<const uint16_t*>(p);
-  return static_cast<uint32_t>(ldg(h)) | (static_cast<uint32_t>(ldg(h + 1)) << 16);
+// The aligned 4-byte word holding byte `p` of a range [lo, hi): on the
+// device one 4-byte load; on the host only the bytes inside the range are
+// read (the rest are zero), so that the host tests never read outside a row.
+COHORT_DECODE uint32_t ldg_word_at(const uint8_t* p, const uint8_t* lo, const uint8_t* hi) {
+  const auto a = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{3};
+#if defined(__CUDACC__)
+  (void)lo;
+  (void)hi;
+  return ldg(reinterpret_cast<const uint32_t*>(a));
+#else
+  uint32_t v = 0;
+  for (int k = 0; k < 4; ++k) {
+    const auto* b = reinterpret_cast<const uint8_t*>(a) + k;
+    if (b >= lo && b < hi) v |= static_cast<uint32_t>(*b) << (8 * k);
+  }
+  return v;
+#endif
+}
+
+COHORT_DECODE uint32_t ldg_u16(const uint8_t* p) { return ldg(reinterpret_cast<const uint16_t*>(p)); }
+
+// The 4N bytes at a 2-byte-aligned address p as N words, with aligned loads
+// and funnel shifts: N 4-byte loads where p is 4-byte aligned; else a 2-byte
+// load of the first two bytes, N - 1 4-byte loads and a 2-byte load of the
+// last two. Only bytes of [p, p + 4N) are read.
+template <int N>
+COHORT_DECODE void ldg_words_a2(const uint8_t* p, uint32_t (&out)[N]) {
+  const uint32_t shift = 8u * static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) & 2u);  // 0 or 16
+  const uint8_t* base = p - shift / 8;                                                      // 4-byte aligned
+  // v[i] = the aligned word at base + 4i (v[N] only where shift is 16).
+  uint32_t v[N + 1];
+  v[0] = shift != 0 ? ldg_u16(p) << 16 : ldg_word_at(base, p, p + 4 * N);
+  COHORT_UNROLL
+  for (int i = 1; i < N; ++i) v[i] = ldg_word_at(base + 4 * i, p, p + 4 * N);
+  v[N] = shift != 0 ? ldg_u16(base + 4 * N) : v[N - 1];
+  COHORT_UNROLL
+  for (int i = 0; i < N; ++i) out[i] = __funnelshift_r(v[i], v[i + 1], shift);
 }
 
 COHORT_DECODE float ldg_half(const uint8_t* p) { return f16_to_float(ldg(reinterpret_cast<const uint16_t*>(p))); }
@@ -164,7 +201,7 @@ struct BF16 {
 };
 
 // --- Q8_0 (34-byte blocks, 2-byte aligned): half a block, 16 int8 values --
-// read as 16-bit pairs, and the block's f16 scale.
+// read as aligned words (ldg_words_a2), and the block's f16 scale.
 
 struct Q8_0 {
   static constexpr int kUnitElems = 16, kRuns = 1;
@@ -177,8 +214,7 @@ struct Q8_0 {
     const uint8_t* block = row + (u / 2) * kBlockBytes;
     const uint8_t* qs = block + 2 + 16 * (u % 2);
     Unit unit;
-    COHORT_UNROLL
-    for (int i = 0; i < 4; ++i) unit.q[i] = ldg_u32_a2(qs + 4 * i);
+    ldg_words_a2(qs, unit.q);
     unit.d = ldg_half(block);
     return unit;
   }
@@ -210,8 +246,7 @@ struct Q4_0 {
   static COHORT_DECODE Unit load(const uint8_t* row, int64_t u) {
     const uint8_t* block = row + u * kBlockBytes;  // 2-byte aligned
     Unit unit;
-    COHORT_UNROLL
-    for (int i = 0; i < 4; ++i) unit.q[i] = ldg_u32_a2(block + 2 + 4 * i);
+    ldg_words_a2(block + 2, unit.q);
     unit.d = ldg_half(block);
     return unit;
   }
@@ -368,21 +403,18 @@ struct Q6_K {
     const uint8_t* block = row + (u / kUnitsPerBlock) * kBlockBytes;
     const int j = static_cast<int>(u % kUnitsPerBlock), h = j / 2, k = j % 2;
     Unit unit;
-    COHORT_UNROLL
-    for (int i = 0; i < 4; ++i) {
-      unit.ql0[i] = ldg_u32_a2(block + 64 * h + 16 * k + 4 * i);
-      unit.ql1[i] = ldg_u32_a2(block + 64 * h + 32 + 16 * k + 4 * i);
-      unit.qh[i] = ldg_u32_a2(block + kQh + 32 * h + 16 * k + 4 * i);
-    }
-    unit.sc[0] = ldg_u32_a2(block + kScales + 8 * h);
-    unit.sc[1] = ldg_u32_a2(block + kScales + 8 * h + 4);
+    ldg_words_a2(block + 64 * h + 16 * k, unit.ql0);
+    ldg_words_a2(block + 64 * h + 32 + 16 * k, unit.ql1);
+    ldg_words_a2(block + kQh + 32 * h + 16 * k, unit.qh);
+    ldg_words_a2(block + kScales + 8 * h, unit.sc);
     unit.d = ldg_half(block + kD);
     return unit;
   }
   static COHORT_DECODE int64_t decode(const Unit& unit, int64_t u, int q, float (&w)[kRunLen]) {
     const int j = static_cast<int>(u % kUnitsPerBlock), h = j / 2, k = j % 2;
-    const int s = k + 2 * q;  // 0..7 within scales[8h ..)
-    const auto scale = static_cast<int8_t>((unit.sc[s / 4] >> (8 * (s % 4))) & 0xFFu);
+    // scales[8h + k + 2q]: byte k + 2 (q % 2) of word q / 2 (q is a
+    // compile-time index in the unrolled kernel, so sc stays in registers).
+    const auto scale = static_cast<int8_t>((unit.sc[q / 2] >> (8 * (k + 2 * (q % 2)))) & 0xFFu);
     const float dl = unit.d * static_cast<float>(scale);
     const uint32_t(&ql)[4] = q % 2 == 0 ? unit.ql0 : unit.ql1;
     uint32_t v[4];

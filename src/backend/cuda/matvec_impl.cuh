@@ -1,13 +1,13 @@
 // The matvec kernel shared by every weight type (included by matvec_*.cu).
 //
-// One warp per output row. The row is cut into units of a few blocks' worth
-// of bytes; lane l takes units l, l+32, ... so that consecutive lanes read
-// consecutive bytes (coalesced). A unit is loaded into registers (the next
-// unit's loads are issued before the current one is used), decoded run by run
-// (16 consecutive columns with their scale applied, in F32) and multiplied
-// with the same 16 columns of every token's x (two 16-byte BF16 loads per
-// token), so each weight byte is read once for all NT tokens. The 32 partial
-// sums of a row are added by warp shuffles.
+// A warp computes R consecutive output rows (rows_per_warp). Each row is cut
+// into units of a few blocks' worth of bytes; lane l takes units l, l+32, ...
+// so that consecutive lanes read consecutive bytes (coalesced). Units are
+// loaded into registers A per row ahead of their use (units_ahead), decoded
+// run by run (16 consecutive columns with their scale applied, in F32) and
+// multiplied with the same 16 columns of every token's x (two 16-byte BF16
+// loads per token, shared by the R rows), so each weight byte is read once
+// for all NT tokens. The 32 partial sums of a row are added by warp shuffles.
 //
 // The decoders are in matvec_decode.cuh.
 #pragma once
@@ -28,6 +28,25 @@ using matvec_decode::kRunLen;
 // that 4096 rows fill 132 SMs several times over.
 inline constexpr int kWarpsPerBlock = 4;
 inline constexpr int kWarp = 32;
+// Rows per warp for n_tok <= 4: the x of a run is loaded once for all of
+// them and R units per lane are in flight. 2, except 1 for F32 (its 64-byte
+// units keep enough bytes in flight; 2 rows measured 3-7% slower there).
+// 8 tokens keep 1 (registers). COHORT_MATVEC_ROWS overrides it for tuning.
+#ifndef COHORT_MATVEC_ROWS
+#define COHORT_MATVEC_ROWS 2
+#endif
+template <typename D>
+constexpr int rows_per_warp(int n_tok) {
+  return n_tok > 4 ? 1 : D::kBlockElems == 1 && D::kBlockBytes == 4 ? 1 : COHORT_MATVEC_ROWS;
+}
+// Units of each row loaded ahead per lane. 1: on an H200, 2 (and 4 rows per
+// warp) cost registers, hence warps per SM, and ran 0-20% slower at n_tok 1;
+// L2 prefetches 64-384 bytes ahead per lane were slower too (2026-12-01).
+// COHORT_MATVEC_AHEAD overrides it for tuning.
+#ifndef COHORT_MATVEC_AHEAD
+#define COHORT_MATVEC_AHEAD 1
+#endif
+constexpr int units_ahead(int n_tok) { return n_tok <= 4 ? COHORT_MATVEC_AHEAD : 1; }
 
 // acc + sum_i w[i] * x[i] over 8 BF16 values packed in a uint4.
 __device__ __forceinline__ float dot8(const float* w, uint4 x, float acc) {
@@ -51,70 +70,118 @@ __device__ __forceinline__ void store<__nv_bfloat16>(__nv_bfloat16* y, float v) 
 
 // --- the kernel ------------------------------------------------------------
 
-template <typename D, int NT>
-__device__ __forceinline__ void accumulate(const typename D::Unit& unit, int64_t u,
+// Stage 2 of the kernel: unit u of each of the R rows (already in registers)
+// times every token's x. Each run's 16 columns of x are loaded once and used
+// for all R rows.
+template <typename D, int NT, int R>
+__device__ __forceinline__ void accumulate(const typename D::Unit (&unit)[R], int64_t u,
                                            const __nv_bfloat16* __restrict__ x, int64_t n_in,
-                                           float (&acc)[NT]) {
+                                           float (&acc)[R][NT]) {
 #pragma unroll
-  for (int r = 0; r < D::kRuns; ++r) {
-    float w[kRunLen];
-    const int64_t col = D::decode(unit, u, r, w);
+  for (int run = 0; run < D::kRuns; ++run) {
+    float w[R][kRunLen];
+    int64_t col = 0;
+#pragma unroll
+    for (int r = 0; r < R; ++r) col = D::decode(unit[r], u, run, w[r]);  // same column in every row
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
       const auto* xp = reinterpret_cast<const uint4*>(x + t * n_in + col);
       const uint4 a = __ldg(xp), b = __ldg(xp + 1);
-      acc[t] = dot8(w + 8, b, dot8(w, a, acc[t]));
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[r][t] = dot8(w[r] + 8, b, dot8(w[r], a, acc[r][t]));
     }
   }
 }
 
-// x [NT, n_in], W rows of row_bytes, y [NT, n_out].
-template <typename D, int NT, typename OutT>
+// Units u, u + 32, ..., u + 32 (A - 1) of each of the R rows (those below
+// n_units; the others are left as they are and not used).
+template <typename D, int A, int R>
+__device__ __forceinline__ void load_units(const uint8_t* const (&wrow)[R], int64_t u, int64_t n_units,
+                                           typename D::Unit (&units)[A][R]) {
+#pragma unroll
+  for (int a = 0; a < A; ++a) {
+    if (u + a * kWarp < n_units) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) units[a][r] = D::load(wrow[r], u + a * kWarp);
+    }
+  }
+}
+
+// x [NT, n_in], W rows of row_bytes, y [NT, n_out]. Each warp computes R
+// consecutive rows; lane l takes units l, l+32, ... of each.
+template <typename D, int NT, int R, int A, typename OutT>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
     matvec_kernel(const uint8_t* __restrict__ w, const __nv_bfloat16* __restrict__ x,
                   OutT* __restrict__ y, int64_t n_in, int64_t n_out, int64_t row_bytes) {
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
-  if (row >= n_out) return;  // the whole warp leaves together
-  const uint8_t* wrow = w + row * row_bytes;
+  const int64_t row0 =
+      (static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp) * R;
+  if (row0 >= n_out) return;  // the whole warp leaves together
+  // Stage 0: the rows. Past n_out (the last warp only) the last row is read
+  // again and its sums are not stored, which keeps the loop free of branches.
+  const uint8_t* wrow[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) wrow[r] = w + (row0 + r < n_out ? row0 + r : n_out - 1) * row_bytes;
   const int64_t n_units = n_in / D::kUnitElems;
 
-  float acc[NT];
+  float acc[R][NT];
 #pragma unroll
-  for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
-  int64_t u = lane;
-  typename D::Unit cur{};
-  if (u < n_units) cur = D::load(wrow, u);
-  for (; u < n_units; u += kWarp) {
-    typename D::Unit next = cur;
-    if (u + kWarp < n_units) next = D::load(wrow, u + kWarp);  // in flight while cur is used
-    accumulate<D, NT>(cur, u, x, n_in, acc);
-    cur = next;
+  for (int r = 0; r < R; ++r) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
   }
+  // Stage 1: loads, A units of every row ahead of their use, so that A * R
+  // units per lane are in flight while the previous A * R are decoded and
+  // multiplied (stage 2).
+  typename D::Unit cur[A][R];
+  load_units<D, A, R>(wrow, lane, n_units, cur);
+  for (int64_t u = lane; u < n_units; u += A * kWarp) {
+    typename D::Unit next[A][R];
+    load_units<D, A, R>(wrow, u + A * kWarp, n_units, next);
 #pragma unroll
-  for (int t = 0; t < NT; ++t) {
+    for (int a = 0; a < A; ++a) {
+      if (u + a * kWarp < n_units) accumulate<D, NT, R>(cur[a], u + a * kWarp, x, n_in, acc);
+    }
 #pragma unroll
-    for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-      acc[t] += __shfl_xor_sync(0xFFFFFFFFu, acc[t], offset);
+    for (int a = 0; a < A; ++a) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) cur[a][r] = next[a][r];
+    }
+  }
+  // Stage 3: the 32 partial sums of each row and token, by shuffles; lane
+  // r * NT + t stores row r, token t.
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+#pragma unroll
+      for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+        acc[r][t] += __shfl_xor_sync(0xFFFFFFFFu, acc[r][t], offset);
+      }
     }
   }
 #pragma unroll
-  for (int t = 0; t < NT; ++t) {
-    if (lane == t) store(y + t * n_out + row, acc[t]);
+  for (int r = 0; r < R; ++r) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      if (lane == r * NT + t && row0 + r < n_out) store(y + t * n_out + row0 + r, acc[r][t]);
+    }
   }
 }
 
 template <typename D, int NT>
 void launch_nt(const void* w, const __nv_bfloat16* x, void* y, bool f32_out, int64_t n_in,
                int64_t n_out, cudaStream_t stream) {
-  const auto blocks = static_cast<unsigned>((n_out + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  constexpr int R = rows_per_warp<D>(NT), A = units_ahead(NT);
+  constexpr int64_t kRowsPerBlock = kWarpsPerBlock * R;
+  const auto blocks = static_cast<unsigned>((n_out + kRowsPerBlock - 1) / kRowsPerBlock);
   const int64_t row_bytes = n_in / D::kBlockElems * D::kBlockBytes;
   const auto* wb = static_cast<const uint8_t*>(w);
   if (f32_out) {
-    matvec_kernel<D, NT, float><<<blocks, kWarpsPerBlock * kWarp, 0, stream>>>(
+    matvec_kernel<D, NT, R, A, float><<<blocks, kWarpsPerBlock * kWarp, 0, stream>>>(
         wb, x, static_cast<float*>(y), n_in, n_out, row_bytes);
   } else {
-    matvec_kernel<D, NT, __nv_bfloat16><<<blocks, kWarpsPerBlock * kWarp, 0, stream>>>(
+    matvec_kernel<D, NT, R, A, __nv_bfloat16><<<blocks, kWarpsPerBlock * kWarp, 0, stream>>>(
         wb, x, static_cast<__nv_bfloat16*>(y), n_in, n_out, row_bytes);
   }
   CUDA_CHECK(cudaGetLastError());
