@@ -27,6 +27,16 @@
 // vec_dot_tile() takes the order to follow, and a matmul that reproduces
 // llama.cpp passes Order::batched for the tokens order_split() names.
 //
+// The orders are those of llama.cpp built for an AVX-512 CPU (with VNNI and
+// BF16), whatever CPU cohort runs on. A llama.cpp built for AVX2 alone sums in
+// other orders (32-lane F32 sums, other BF16 pairing, other K-quant and Q4_0
+// kernels); those are not followed: llama.cpp's order is a property of how it
+// was compiled, not of the CPU, so choosing by the CPU would still miss a
+// build like the AVX2 one the tests also compare against, and following both
+// would mean a second set of kernels for every weight type. Against such a
+// build the logits agree to the fidelity bounds, not bit for bit
+// (tests/python/test_forward_reference.py).
+//
 // Activation quantization (nearest, ties to even, as ggml's SIMD code):
 // per block of 32 (Q8_0/Q8_1) or 256 (Q8_K) values, amax = max |x|,
 // q = round(x * 127 / amax); Q8_0/Q8_1 store d = amax / 127 as f16, Q8_K
