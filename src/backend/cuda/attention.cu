@@ -15,6 +15,7 @@
 
 #include <cmath>
 
+#include "backend/cuda/bf16x8.cuh"
 #include "backend/cuda/cuda_check.h"
 
 namespace cohort::cuda::kernels {
@@ -23,15 +24,6 @@ namespace {
 constexpr int kWarps = 4;  // untuned
 constexpr int kSplit = kAttentionSplitTokens;
 constexpr float kLog2e = 1.4426950408889634f;
-
-__device__ __forceinline__ void unpack_bf16x8(uint4 v, float (&f)[8]) {
-  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    f[2 * i] = __uint_as_float(w[i] << 16);
-    f[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
-  }
-}
 
 __device__ __forceinline__ void unpack_f16x8(uint4 v, float (&f)[8]) {
   const uint32_t w[4] = {v.x, v.y, v.z, v.w};
@@ -71,7 +63,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
   for (int g = 0; g < G; ++g) {
     const auto* qp = reinterpret_cast<const uint4*>(q + (static_cast<int64_t>(seq) * shape.n_head + head0 + g) * D);
-    unpack_bf16x8(__ldg(qp + sub), qv[g]);
+    unpack8(__ldg(qp + sub), qv[g]);
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
       qv[g][i] *= q_scale;
