@@ -164,7 +164,10 @@ COHORT_DECODE Pairs load_pairs(const uint8_t* row, int64_t u) {
   return {{ldg(p), ldg(p + 1)}};
 }
 
-struct F16 {
+// 16 two-byte floats per unit, two per 32-bit word; Pair::split converts a
+// word's low and high halves (F16 and BF16 differ only there).
+template <class Pair>
+struct TwoByteFloats {
   static constexpr int kUnitElems = 16, kRuns = 1, kBlockElems = 1, kBlockBytes = 2;
   using Unit = Pairs;
   static COHORT_DECODE Unit load(const uint8_t* row, int64_t u) { return load_pairs(row, u); }
@@ -173,32 +176,28 @@ struct F16 {
     for (int i = 0; i < 2; ++i) {
       const uint32_t v[4] = {unit.v[i].x, unit.v[i].y, unit.v[i].z, unit.v[i].w};
       COHORT_UNROLL
-      for (int k = 0; k < 4; ++k) {
-        w[8 * i + 2 * k] = half_bits(v[k]);
-        w[8 * i + 2 * k + 1] = half_bits(v[k] >> 16);
-      }
+      for (int k = 0; k < 4; ++k) Pair::split(v[k], w[8 * i + 2 * k], w[8 * i + 2 * k + 1]);
     }
     return kUnitElems * u;
   }
 };
 
-struct BF16 {
-  static constexpr int kUnitElems = 16, kRuns = 1, kBlockElems = 1, kBlockBytes = 2;
-  using Unit = Pairs;
-  static COHORT_DECODE Unit load(const uint8_t* row, int64_t u) { return load_pairs(row, u); }
-  static COHORT_DECODE int64_t decode(const Unit& unit, int64_t u, int, float (&w)[kRunLen]) {
-    COHORT_UNROLL
-    for (int i = 0; i < 2; ++i) {
-      const uint32_t v[4] = {unit.v[i].x, unit.v[i].y, unit.v[i].z, unit.v[i].w};
-      COHORT_UNROLL
-      for (int k = 0; k < 4; ++k) {
-        w[8 * i + 2 * k] = __uint_as_float(v[k] << 16);
-        w[8 * i + 2 * k + 1] = __uint_as_float(v[k] & 0xFFFF0000u);
-      }
-    }
-    return kUnitElems * u;
+struct F16Pair {
+  static COHORT_DECODE void split(uint32_t v, float& lo, float& hi) {
+    lo = half_bits(v);
+    hi = half_bits(v >> 16);
   }
 };
+
+struct BF16Pair {
+  static COHORT_DECODE void split(uint32_t v, float& lo, float& hi) {
+    lo = __uint_as_float(v << 16);
+    hi = __uint_as_float(v & 0xFFFF0000u);
+  }
+};
+
+using F16 = TwoByteFloats<F16Pair>;
+using BF16 = TwoByteFloats<BF16Pair>;
 
 // --- Q8_0 (34-byte blocks, 2-byte aligned): half a block, 16 int8 values --
 // read as aligned words (ldg_words_a2), and the block's f16 scale.
