@@ -60,8 +60,9 @@ def check_fast_path(name, llama, fast, exact, full_precision):
     AVX-512 (reference.fast_path_reproduces_llama_cpp), also KLD 0."""
     m = compare(llama, fast)
     reproduces, why = fast_path_reproduces_llama_cpp()
-    ties = check_disagreements(llama, fast, exact, near_tie(llama))
-    print(f"\n{name}: cohort (fast path) vs llama.cpp {m} {ties} near-tie < {near_tie(llama):.3g}\n  {why}")
+    eps = near_tie(llama)
+    ties = check_disagreements(llama, fast, exact, eps)
+    print(f"\n{name}: cohort (fast path) vs llama.cpp {m} {ties} near-tie < {eps:.3g}\n  {why}")
     assert m["kld"] <= (1e-4 if full_precision else 5e-3), m
     if reproduces:
         assert m["kld"] == 0.0, (why, m)
