@@ -7,12 +7,16 @@
 #      file of every supported type written by `cohort mkmodel`; a skipped
 #      CUDA test fails the run (here every one must really run); the kernel
 #      tests print one `[ rel-l2   ]` line per comparison,
-#   3. the same CUDA tests once more under `compute-sanitizer --tool memcheck`
-#      (one model file), failing on any error it reports,
+#      (CudaForward.* runs the whole forward of every family and weight type
+#      against the CPU reference and prints one `[ forward  ]` line each),
+#   3. the CUDA kernel tests once more under `compute-sanitizer --tool
+#      memcheck` (one model file), and a short generation on the GPU under it,
+#      failing on any error it reports,
 #   4. the kernel benchmark (cuda_kernel_bench), JSON lines kept as
-#      kernel-bench.jsonl,
-#   5. `cohort mkmodel` of the 8B presets and the time to load one, as figures
-#      (COHORT_GPU_SKIP_8B=1 leaves them out).
+#      kernel-bench.jsonl: copy and GEMM ceilings, then every kernel,
+#   5. `cohort bench -p 512 -n 128` on `mkmodel --preset llama3-8b` in BF16,
+#      Q8_0 and Q4_K, as bench-<type>.json (COHORT_GPU_SKIP_8B=1 leaves them
+#      out).
 # Writes logs under ${OUT:-/tmp/cohort-gpu}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +26,9 @@ LOGS=${OUT:-/tmp/cohort-gpu}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$LOGS"
+# A failed stage is reported and the later stages still run (one run of the
+# GPU machine gives every figure); the script fails at the end.
+failed=()
 
 echo "== devices"
 "$BIN/cohort" devices | tee "$LOGS/devices.txt"
@@ -41,8 +48,9 @@ filter='Cuda*'
 for m in "${models[@]}"; do
   log="$LOGS/cuda-tests-$(basename "$m" .gguf).txt"
   COHORT_TEST_MODEL=$m "$BIN/cohort_tests" --gtest_filter="$filter" >"$log" 2>&1 ||
-    { tail -30 "$log"; echo "FAILED on $m"; exit 1; }
-  if grep -q "SKIPPED \]" "$log"; then grep "SKIPPED" "$log"; echo "a CUDA test was skipped"; exit 1; fi
+    { tail -30 "$log"; echo "FAILED on $m"; failed+=("tests on $(basename "$m")"); }
+  grep -h "^\[ forward  \]" "$log" || true
+  if grep -q "SKIPPED \]" "$log"; then grep "SKIPPED" "$log"; echo "a CUDA test was skipped"; failed+=(skipped); fi
   echo "$(basename "$m"): $(grep -E '^\[  PASSED  \]' "$log")"
   filter='CudaDequantize.EqualsTheCpuOnEveryTensorOfAModel'
 done
@@ -51,25 +59,36 @@ echo "== CUDA unit tests under compute-sanitizer memcheck ($(basename "${models[
 SANITIZER=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
 log="$LOGS/cuda-tests-memcheck.txt"
 COHORT_TEST_MODEL=${models[0]} "$SANITIZER" --tool memcheck --error-exitcode 1 --print-limit 20 \
-  "$BIN/cohort_tests" --gtest_filter='Cuda*' >"$log" 2>&1 ||
-  { tail -40 "$log"; echo "memcheck FAILED"; exit 1; }
+  "$BIN/cohort_tests" --gtest_filter='Cuda*-*CudaForward*' >"$log" 2>&1 ||
+  { tail -40 "$log"; echo "memcheck FAILED"; failed+=(memcheck); }
 grep -E "ERROR SUMMARY|^\[  PASSED  \]" "$log" || true
+echo "== a short generation on the GPU under compute-sanitizer memcheck"
+"$BIN/cohort" mkmodel --preset tiny --arch qwen2 --type q4_k -o "$WORK/tiny-qwen2.gguf" 2>/dev/null
+log="$LOGS/run-memcheck.txt"
+"$SANITIZER" --tool memcheck --error-exitcode 1 --print-limit 20 \
+  "$BIN/cohort" run -m "$WORK/tiny-qwen2.gguf" --device cuda0 -p "a short prompt" -n 24 --temp 0 >"$log" 2>&1 ||
+  { tail -40 "$log"; echo "memcheck of a generation FAILED"; failed+=("memcheck of a generation"); }
+grep -E "ERROR SUMMARY" "$log" || true
 
 echo "== kernel benchmark"
-"$BIN/cuda_kernel_bench" | tee "$LOGS/kernel-bench.jsonl"
+"$BIN/cuda_kernel_bench" | tee "$LOGS/kernel-bench.jsonl" || failed+=(kernel-bench)
 
-[ -n "${COHORT_GPU_SKIP_8B:-}" ] && { echo "== all GPU tests passed (8B mkmodel figures skipped)"; exit 0; }
-echo "== mkmodel of the 8B presets (figures)"
-for spec in "llama3-8b q4_k" "qwen3-8b q4_k" "llama3-8b f16"; do
-  set -- $spec
-  out="$WORK/$1-$2.gguf"
-  /usr/bin/time -f "$1 $2: %e s wall, %M KB peak RSS" "$BIN/cohort" mkmodel --preset "$1" --type "$2" -o "$out" 2>&1 |
+finish() {
+  if [ ${#failed[@]} -gt 0 ]; then printf '== FAILED: %s\n' "${failed[@]}"; exit 1; fi
+  echo "== all GPU tests passed$1"
+  exit 0
+}
+
+[ -n "${COHORT_GPU_SKIP_8B:-}" ] && finish " (8B benchmarks skipped)"
+echo "== cohort bench on mkmodel --preset llama3-8b (figures)"
+for t in bf16 q8_0 q4_k; do
+  out="$WORK/llama3-8b-$t.gguf"
+  /usr/bin/time -f "mkmodel llama3-8b $t: %e s" "$BIN/cohort" mkmodel --preset llama3-8b --type "$t" -o "$out" 2>&1 |
     grep -v "^mkmodel: [0-9]* matrices" | tee -a "$LOGS/mkmodel.txt"
-  ls -l "$out" | awk '{print "  " $5 / 2^30 " GiB"}' | tee -a "$LOGS/mkmodel.txt"
-  "$BIN/cohort" info -m "$out" 2>&1 | grep -E "^info: opened" | tee -a "$LOGS/mkmodel.txt"
-  if [ "$spec" = "llama3-8b q4_k" ]; then
-    "$BIN/cohort" run -m "$out" -p Hi -n 1 --temp 0 2>&1 | grep -E "ready in" | tee -a "$LOGS/mkmodel.txt"
-  fi
+  timeout 300 "$BIN/cohort" bench -m "$out" -p 512 -n 128 -r 3 -o json >"$LOGS/bench-$t.json" 2>"$LOGS/bench-$t.err" ||
+    { tail -5 "$LOGS/bench-$t.err"; echo "bench of $t FAILED"; failed+=("bench $t"); }
+  grep -h -o '"n_prompt": [0-9]*\|"n_gen": [0-9]*\|"avg_ts": [0-9.]*' "$LOGS/bench-$t.json" | paste -sd' ' |
+    sed "s/^/$t: /" || true
   rm -f "$out"
 done
-echo "== all GPU tests passed"
+finish ""

@@ -5,6 +5,10 @@
 //   {"op":"matvec", ...}   every weight type on the llama3-8b shapes, n_tok
 //                          1 and 8: GB/s of weight bytes and the fraction of
 //                          the copy ceiling
+//   {"op":"gemm", ...}     the prefill matmul (gemm.h): the BF16 cuBLAS
+//                          ceiling on a square 8192 product, then each type
+//                          on llama3-8b FFN shapes at 512 tokens (dequantization
+//                          included), TFLOP/s
 //   {"op":"rms_norm" | "rope" | "silu_mul" | "attention", ...}
 // Each figure is the median over kSamples samples of kLaunches back-to-back
 // launches, after a warm-up. Inputs rotate over copies whose total exceeds
@@ -23,6 +27,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/devices.h"
 #include "backend/cuda/elementwise.h"
+#include "backend/cuda/gemm.h"
 #include "backend/cuda/matvec.h"
 #include "common/error.h"
 #include "gguf/tensor_type.h"
@@ -105,6 +110,22 @@ void bench_matvec(gguf::TensorType type, int64_t n_in, int64_t n_out, double cei
                 std::string(gguf::type_name(type)).c_str(), static_cast<long long>(n_in), static_cast<long long>(n_out),
                 static_cast<long long>(n_tok), w_bytes, s * 1e6, gbps, gbps / ceiling);
   }
+}
+
+void bench_gemm(gguf::TensorType type, int64_t n_out, int64_t n_in, int64_t n_tok) {
+  const size_t w_bytes = gguf::row_bytes(type, n_in) * static_cast<size_t>(n_out);
+  Bytes w(w_bytes), x(static_cast<size_t>(n_tok * n_in) * 2), y(static_cast<size_t>(n_tok * n_out) * 2);
+  CUDA_CHECK(cudaMemset(w.as<void>(), 0x3C, w.size()));
+  CUDA_CHECK(cudaMemset(x.as<void>(), 0x3C, x.size()));
+  Gemm gemm(nullptr, std::min<int64_t>(n_out * n_in, int64_t{64} << 20));
+  const double s = time_launches([&](int) {
+    gemm.run(type, w.as<void>(), n_out, n_in, x.as<__nv_bfloat16>(), n_tok, y.as<void>(), OutType::bf16);
+  });
+  const double tflops = 2.0 * static_cast<double>(n_out * n_in) * static_cast<double>(n_tok) / s / 1e12;
+  std::printf("{\"op\":\"gemm\",\"type\":\"%s\",\"n_out\":%lld,\"n_in\":%lld,\"n_tok\":%lld,\"us\":%.2f,"
+              "\"tflops\":%.1f}\n",
+              std::string(gguf::type_name(type)).c_str(), static_cast<long long>(n_out), static_cast<long long>(n_in),
+              static_cast<long long>(n_tok), s * 1e6, tflops);
 }
 
 void bench_elementwise() {
@@ -191,6 +212,11 @@ int run() {
     bench_matvec(type, 4096, 4096, ceiling);
     bench_matvec(type, 4096, 14336, ceiling);
     bench_matvec(type, 14336, 4096, ceiling);
+  }
+  bench_gemm(TensorType::BF16, 8192, 8192, 8192);
+  for (TensorType type : {TensorType::BF16, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    bench_gemm(type, 14336, 4096, 512);
+    bench_gemm(type, 4096, 14336, 512);
   }
   bench_elementwise();
   for (int64_t n_seq : {1, 8}) {

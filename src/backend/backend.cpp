@@ -1,7 +1,13 @@
 // make_backend: the one place that knows which backends exist.
 #include "backend/backend.h"
 
+#include <algorithm>
+
 #include "backend/cpu/cpu_backend.h"
+#if COHORT_HAS_CUDA
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/devices.h"
+#endif
 #include "common/error.h"
 
 namespace cohort::backend {
@@ -14,6 +20,31 @@ const char* device_name(Device d) {
   return "?";
 }
 
+namespace {
+
+bool gpu_visible() {
+#if COHORT_HAS_CUDA
+  return !cuda::list_devices().devices.empty();
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+DeviceChoice choose_device(const std::string& dev, int n_gpu_layers) {
+  if (n_gpu_layers == 0 || dev == "cpu") return {Device::cpu, 0};
+  if (dev.empty()) return gpu_visible() ? DeviceChoice{Device::cuda, 0} : DeviceChoice{Device::cpu, 0};
+  if (dev.starts_with("cuda")) {
+    const std::string n = dev.substr(4);
+    if (n.empty()) return {Device::cuda, 0};
+    if (n.size() <= 3 && std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return {Device::cuda, std::stoi(n)};
+    }
+  }
+  fail("-dev: unknown device '{}' (cpu, cuda0, cuda1, ...; `cohort devices` lists them)", dev);
+}
+
 std::unique_ptr<Backend> make_backend(const BackendOptions& options, const BackendLimits& limits) {
   if (limits.n_max_tok < 1 || limits.n_max_ctx < 1 || limits.max_row < 1 || limits.head_dim < 1) {
     fail("backend: impossible limits ({} tokens, {} positions, rows of {}, heads of {})",
@@ -21,7 +52,12 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& options, const Backe
   }
   switch (options.device) {
     case Device::cpu: return std::make_unique<cpu::CpuBackend>(options, limits);
-    case Device::cuda: break;
+    case Device::cuda:
+#if COHORT_HAS_CUDA
+      return std::make_unique<cuda::CudaBackend>(options, limits);
+#else
+      break;
+#endif
   }
   fail("device '{}' has no forward backend in this build (available: cpu)", device_name(options.device));
 }

@@ -8,22 +8,30 @@
 // chosen in one place, make_backend(); model/ includes no header below
 // backend/ and never asks which device it runs on.
 //
-// Tensors cross the seam as views (backend/tensor.h); activations are F32
-// [n_tok, n] with one row per token, weights are [n_out, n_in] in their file
-// type. Buffers that the forward keeps between ops come from alloc(), so they
-// live on the backend's device. Every size a backend needs is fixed at
-// construction (BackendLimits): no op allocates.
+// Tensors cross the seam as views (backend/tensor.h); activations are
+// [n_tok, n] with one row per token in the backend's activation type (F32 on
+// the CPU, BF16 on a GPU), weights are [n_out, n_in] in their file type.
+// Buffers that the forward keeps between ops come from alloc(), so they live
+// on the backend's device. Weights, norm weights and biases are host views
+// (into the model file, or small F32 vectors made at load): a device
+// backend reads its own copy of them, made by load_weights() for the file's
+// tensors and on first use for the small vectors. Every size a backend needs
+// is fixed at construction (BackendLimits): no op allocates.
 //
-// Ops run in call order on the backend's queue; on the CPU each returns when
-// it is done. Thread safety: one thread drives a Backend.
+// Ops run in call order on the backend's queue (queue()); on the CPU each
+// returns when it is done, on a GPU it is enqueued. An op whose output is a
+// host view (the logits) returns when the output is there. Thread safety:
+// one thread drives a Backend.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "backend/step_input.h"
 #include "backend/tensor.h"
+#include "comm/communicator.h"
 #include "common/spin_wait.h"
 #include "kv/kv_cache.h"
 
@@ -46,6 +54,7 @@ struct RopeParams {
 
 struct BackendOptions {
   Device device = Device::cpu;
+  int device_index = 0;  // which GPU (-dev cuda<N>)
   int n_threads = 0;   // CPU worker threads; 0: hardware threads (-t)
   bool exact = false;  // CPU reference path: F32 activations in every dot product (--exact)
   int poll = kDefaultPoll;  // how long waiting CPU workers spin before sleeping, 0..100 (--poll)
@@ -56,6 +65,8 @@ struct BackendLimits {
   int64_t n_max_tok = 0;     // tokens per micro-batch (-ub)
   int64_t n_max_ctx = 0;     // positions one sequence may attend over (KV capacity)
   int64_t max_row = 0;       // longest activation row a matmul reads (n_embd, n_ff, q dim)
+  int64_t max_out = 0;       // widest matmul output (n_vocab for the logits)
+  int64_t n_head = 0;        // query heads
   int64_t head_dim = 0;
   kv::KvCacheShape kv;       // the paged KV cache the backend allocates
 };
@@ -68,16 +79,27 @@ class Backend {
   // Bytes of K and V storage the backend holds.
   virtual size_t kv_bytes() const = 0;
 
-  // A zero-filled F32 buffer [n_rows, n_cols] on the backend's device.
+  // A zero-filled activation buffer [n_rows, n_cols] on the backend's device.
   virtual Tensor alloc(int64_t n_rows, int64_t n_cols) = 0;
+  // The queue the ops run on, for the communicator's calls between them.
+  virtual comm::Queue queue() { return comm::kHostQueue; }
+
+  // The host memory the weight views point into (the model file's tensor
+  // data), before the first step. A device backend copies it to its device
+  // once; the CPU reads it in place.
+  virtual void load_weights(std::span<const uint8_t> /*host*/) {}
+  // Called with each step input before the forward reads it: a device
+  // backend copies it to its device here.
+  virtual void begin_step(const StepInput& /*in*/) {}
 
   // out [ids.size(), n_cols] = rows `ids` of `table` (dequantized to F32).
   virtual void get_rows(ConstTensorView table, std::span<const int32_t> ids, TensorView out) = 0;
   // y [n, d] = x / rms(x) * weight [1, d], per row. y may alias x.
   virtual void rms_norm(ConstTensorView x, ConstTensorView weight, float eps, TensorView y) = 0;
-  // y [n, w.n_rows] = x [n, w.n_cols] · wᵀ.
+  // y [n, w.n_rows] = x [n, w.n_cols] · wᵀ. y may be an F32 host view.
   virtual void matmul(ConstTensorView w, ConstTensorView x, TensorView y) = 0;
-  // x [n, d] += y, where y is [n, d] or one row [1, d] added to every row.
+  // x [n, d] += y, where y is [n, d] or one F32 row [1, d] (a bias) added to
+  // every row.
   virtual void add(TensorView x, ConstTensorView y) = 0;
   // y [n, d] = silu(gate) * up. y may alias gate.
   virtual void silu_mul(ConstTensorView gate, ConstTensorView up, TensorView y) = 0;
@@ -93,6 +115,18 @@ class Backend {
   virtual void attention(int layer, ConstTensorView q, int64_t n_head, TensorView out,
                          const StepInput& in) = 0;
 };
+
+struct DeviceChoice {
+  Device device = Device::cpu;
+  int index = 0;
+};
+
+// Where the forward runs, from llama.cpp's flags: -dev `cpu` or `cuda<N>`
+// (`cuda` is cuda0); without -dev the first GPU when one is visible, else
+// the CPU. -ngl 0 forces the CPU; any other -ngl puts every layer on the
+// GPU (a model is not split between the CPU and a GPU). Throws cohort::Error
+// for an unknown device name.
+DeviceChoice choose_device(const std::string& dev, int n_gpu_layers);
 
 // The one place a backend is chosen. Throws cohort::Error naming the device
 // if it is not built in, and for impossible limits.

@@ -2,13 +2,14 @@
 // one device, and an owning buffer that a backend allocates.
 //
 // Every tensor the forward pass touches is 2-D: n_rows rows of n_cols
-// elements of one element type (gguf::TensorType: F32 activations, or a
-// weight's file type), row r starting row_bytes after row r - 1. For a
-// weight matrix a row is an output (GGUF shape [n_cols, n_rows]); for an
-// activation a row is a token. A view never owns: TensorView (writable) and
-// ConstTensorView (read-only) are plain data, copied freely, valid while
-// the memory they point into lives. Tensor owns its memory (move-only, freed
-// by the deleter of the backend that allocated it) and hands out views.
+// elements of one element type (gguf::TensorType: activations in the
+// backend's activation type, F32 or BF16, or a weight's file type), row r
+// starting row_bytes after row r - 1. For a weight matrix a row is an
+// output (GGUF shape [n_cols, n_rows]); for an activation a row is a token.
+// A view never owns: TensorView (writable) and ConstTensorView (read-only)
+// are plain data, copied freely, valid while the memory they point into
+// lives. Tensor owns its memory (move-only, freed by the deleter of the
+// backend that allocated it) and hands out views.
 //
 // Thread safety: plain data; views of disjoint rows may be written at once.
 #pragma once
@@ -25,6 +26,12 @@
 namespace cohort::backend {
 
 enum class Device { cpu, cuda };
+
+// Bytes per element of an activation type (F32, or BF16 on a GPU); 0 for
+// any other type.
+inline size_t activation_bytes(gguf::TensorType t) {
+  return t == gguf::TensorType::F32 ? 4 : t == gguf::TensorType::BF16 ? 2 : 0;
+}
 
 const char* device_name(Device d);
 
@@ -51,12 +58,14 @@ struct BasicTensorView {
     return {row(first), type, device, n, n_cols, row_bytes};
   }
 
-  // The same F32 elements as [n_rows', n_cols'] rows.
-  // REQUIRES: F32, rows contiguous, n_rows' * n_cols' == n_rows * n_cols.
+  // The same elements as [n_rows', n_cols'] rows.
+  // REQUIRES: an activation type (F32 or BF16), rows contiguous,
+  // n_rows' * n_cols' == n_rows * n_cols.
   BasicTensorView reshape(int64_t rows, int64_t cols) const {
-    assert(type == gguf::TensorType::F32 && row_bytes == static_cast<size_t>(n_cols) * sizeof(float));
+    const size_t elem = activation_bytes(type);
+    assert(elem > 0 && row_bytes == static_cast<size_t>(n_cols) * elem);
     assert(rows * cols == n_rows * n_cols);
-    return {data, type, device, rows, cols, static_cast<size_t>(cols) * sizeof(float)};
+    return {data, type, device, rows, cols, static_cast<size_t>(cols) * elem};
   }
 
   // The elements as F32. REQUIRES: type F32 (assert).

@@ -22,6 +22,9 @@ int ubatch_size(const DecoderOptions& o) { return std::min(o.n_ubatch, o.n_batch
 std::unique_ptr<backend::Backend> make_backend(const model::HParams& hp, const DecoderOptions& o) {
   const kv::KvCacheShape kv = kv_shape(hp, o);
   backend::BackendOptions bo;
+  const backend::DeviceChoice where = backend::choose_device(o.device, o.n_gpu_layers);
+  bo.device = where.device;
+  bo.device_index = where.index;
   bo.n_threads = o.n_threads;
   bo.exact = o.exact;
   bo.poll = o.poll;
@@ -48,6 +51,7 @@ Decoder::Decoder(const model::Model& model, const DecoderOptions& options)
       ws_(*backend_, model.hparams(), ubatch_size(options)),
       step_(ubatch_size(options), blocks_.n_blocks(), options.block_size) {
   seqs_.reserve(static_cast<size_t>(options.n_batch));
+  backend_->load_weights(model.file().data_section());
 }
 
 void Decoder::reserve(kv::SeqId seq, int n_tokens) {
@@ -99,6 +103,7 @@ std::span<const float> Decoder::decode(const Batch& batch) {
   for (int begin = 0; begin < batch.n_tokens(); begin += n_ub) {
     const int end = std::min(begin + n_ub, batch.n_tokens());
     const backend::StepInput& in = step_.build(batch, begin, end, blocks_);
+    backend_->begin_step(in);
     model::ForwardContext ctx{model_.hparams(), *backend_, comm_, ws_, in};
     const std::span<float> out = std::span(logits_).subspan(static_cast<size_t>(n_out) * static_cast<size_t>(n_vocab));
     model_.forward(ctx, backend::host_f32(out, in.n_logits(), n_vocab));

@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -30,6 +31,8 @@
 namespace cohort::engine {
 
 struct DecoderOptions {
+  std::string device;    // -dev: cpu, cuda<N>, or empty: chosen from -ngl (backend::choose_device)
+  int n_gpu_layers = -1;  // -ngl: 0 the CPU; -1 (default) or more: a GPU when one is visible
   int n_ctx = 4096;      // KV capacity in tokens, over all sequences (-c)
   int n_batch = 2048;    // most tokens per decode() call (-b)
   int n_ubatch = 512;    // most tokens per forward (-ub)

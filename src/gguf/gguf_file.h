@@ -61,6 +61,8 @@ class GgufFile {
 
   const TensorInfo* find_tensor(std::string_view name) const;
   std::span<const uint8_t> tensor_data(const TensorInfo& info) const;
+  // The data section: every tensor's bytes lie inside it.
+  std::span<const uint8_t> data_section() const { return bytes_.subspan(data_offset_); }
 
   // "general.architecture", or an error naming the file if it is missing.
   std::string architecture() const;

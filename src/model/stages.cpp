@@ -22,6 +22,8 @@ backend::BackendLimits backend_limits(const HParams& hp, int64_t n_max_tok, int6
   l.n_max_tok = n_max_tok;
   l.n_max_ctx = n_max_ctx;
   l.max_row = std::max({hp.n_embd, hp.n_ff, hp.n_head * hp.head_dim});
+  l.max_out = std::max({l.max_row, hp.n_vocab, hp.n_head_kv * hp.head_dim});
+  l.n_head = hp.n_head;
   l.head_dim = hp.head_dim;
   l.kv = kv;
   return l;
@@ -89,7 +91,8 @@ namespace {
 // ws.x += all_reduce(ws.out), the residual add after a block.
 void reduce_and_add(ForwardContext& ctx) {
   const backend::TensorView out = ctx.rows(ctx.ws.out);
-  ctx.comm.all_reduce_sum(out.f32(), out.n_rows * out.n_cols);
+  const comm::DType type = out.type == gguf::TensorType::BF16 ? comm::DType::bf16 : comm::DType::f32;
+  ctx.comm.all_reduce_sum(comm::Buffer{out.data, type, out.n_rows * out.n_cols}, ctx.be.queue());
   ctx.be.add(ctx.rows(ctx.ws.x), out);
 }
 

@@ -1,5 +1,6 @@
 #include "tools/bench_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -30,7 +31,8 @@ std::vector<double> as_double(const std::vector<uint64_t>& v) {
 nlohmann::ordered_json to_json(const BenchRecord& r) {
   return {{"model_filename", r.model_filename}, {"model_type", r.model_type},
           {"model_size", r.model_size}, {"model_n_params", r.model_n_params},
-          {"backends", r.backend}, {"n_batch", r.n_batch}, {"n_ubatch", r.n_ubatch},
+          {"backends", r.backend}, {"gpu_info", r.gpu_info}, {"n_gpu_layers", r.n_gpu_layers},
+          {"n_batch", r.n_batch}, {"n_ubatch", r.n_ubatch},
           {"n_threads", r.n_threads}, {"split_mode", r.split_mode}, {"allreduce", r.allreduce},
           {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"test_time", r.test_time},
           {"avg_ns", static_cast<uint64_t>(r.avg_ns())},
@@ -47,13 +49,16 @@ std::string params_text(uint64_t n) {
                             : fmt::format("{:.2f} M", static_cast<double>(n) / 1e6);
 }
 
+// As llama-bench: a GPU run shows ngl where a CPU run shows threads.
 void print_md(const std::vector<BenchRecord>& records) {
-  fmt::print("| model | size | params | backend | threads | n_batch | n_ubatch | test | t/s |\n");
+  const bool gpu = std::any_of(records.begin(), records.end(), [](const BenchRecord& r) { return r.n_gpu_layers > 0; });
+  fmt::print("| model | size | params | backend | {} | n_batch | n_ubatch | test | t/s |\n", gpu ? "ngl" : "threads");
   fmt::print("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
   for (const BenchRecord& r : records) {
     fmt::print("| {} | {} | {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} |\n", r.model_type,
-               size_text(r.model_size), params_text(r.model_n_params), r.backend, r.n_threads,
-               r.n_batch, r.n_ubatch, r.test_name(), r.avg_ts(), r.stddev_ts());
+               size_text(r.model_size), params_text(r.model_n_params), r.backend,
+               gpu ? r.n_gpu_layers : r.n_threads, r.n_batch, r.n_ubatch, r.test_name(), r.avg_ts(),
+               r.stddev_ts());
   }
 }
 

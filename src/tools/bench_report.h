@@ -14,6 +14,8 @@ struct BenchRecord {
   uint64_t model_size = 0;    // bytes of tensors
   uint64_t model_n_params = 0;
   std::string backend = "CPU";
+  int n_gpu_layers = 0;
+  std::string gpu_info;       // the GPU's name, empty on the CPU
   int n_batch = 0;
   int n_ubatch = 0;
   int n_threads = 0;

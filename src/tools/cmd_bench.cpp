@@ -1,6 +1,7 @@
 // `cohort bench`: prompt-processing and generation throughput, as llama-bench
 // measures them (-p 512 -n 128 -r 5; several values per flag give several
 // rows; one warm-up run per configuration is not counted).
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <memory>
@@ -11,6 +12,10 @@
 
 #include <fmt/format.h>
 
+#include "backend/backend.h"
+#if COHORT_HAS_CUDA
+#include "backend/cuda/devices.h"
+#endif
 #include "common/error.h"
 #include "engine/decoder.h"
 #include "gguf/file_type.h"
@@ -30,6 +35,8 @@ struct BenchOptions {
   std::vector<int> n_batch{2048};
   std::vector<int> n_ubatch{512};
   int repetitions = 5;
+  std::string device;     // -dev
+  int n_gpu_layers = -1;  // -ngl
   int poll = kDefaultPoll;
   std::string output = "md";
   bool exact = false;
@@ -107,6 +114,41 @@ BenchRecord base_record(const model::Model& m, const std::string& path) {
   return r;
 }
 
+std::string gpu_name(int index) {
+#if COHORT_HAS_CUDA
+  const cuda::DeviceList list = cuda::list_devices();
+  if (index < static_cast<int>(list.devices.size())) return list.devices[static_cast<size_t>(index)].name;
+#endif
+  return fmt::format("cuda{}", index);
+}
+
+// One decoder serves every test of a configuration (a GPU uploads the
+// weights once), its context sized for the longest test.
+void run_configuration(const model::Model& model, const BenchOptions& o, engine::DecoderOptions d,
+                       const std::vector<Test>& tests, std::vector<BenchRecord>& records, std::mt19937& rng) {
+  for (const Test& t : tests) d.n_ctx = std::max(d.n_ctx, t.n_prompt + t.n_gen + 16);
+  engine::Decoder dec(model, d);
+  const backend::DeviceChoice where = backend::choose_device(d.device, d.n_gpu_layers);
+  for (const Test& t : tests) {
+    BenchRecord r = base_record(model, o.model);
+    r.n_batch = d.n_batch;
+    r.n_ubatch = d.n_ubatch;
+    r.n_threads = d.n_threads > 0 ? d.n_threads : static_cast<int>(std::thread::hardware_concurrency());
+    if (where.device == backend::Device::cuda) {
+      r.backend = "CUDA";
+      r.n_gpu_layers = static_cast<int>(model.hparams().n_layer);
+      r.gpu_info = gpu_name(where.index);
+    }
+    r.n_prompt = t.n_prompt;
+    r.n_gen = t.n_gen;
+    r.test_time = now_iso8601();
+    run_once(dec, t, rng);  // warm-up
+    for (int i = 0; i < o.repetitions; ++i) r.samples_ns.push_back(run_once(dec, t, rng));
+    if (o.output == "md") fmt::print(stderr, "bench: {} done\n", r.test_name());
+    records.push_back(std::move(r));
+  }
+}
+
 void run_bench(const BenchOptions& o) {
   if (o.repetitions < 1) fail("-r must be at least 1, got {}", o.repetitions);
   const std::vector<Test> tests = tests_of(o);
@@ -116,27 +158,16 @@ void run_bench(const BenchOptions& o) {
   for (int threads : o.threads) {
     for (int nb : o.n_batch) {
       for (int nub : o.n_ubatch) {
-        for (const Test& t : tests) {
-          engine::DecoderOptions d;
-          d.n_ctx = t.n_prompt + t.n_gen + 16;
-          d.n_batch = nb;
-          d.n_ubatch = nub;
-          d.n_threads = threads;
-          d.poll = o.poll;
-          d.exact = o.exact;
-          engine::Decoder dec(*model, d);
-          BenchRecord r = base_record(*model, o.model);
-          r.n_batch = nb;
-          r.n_ubatch = nub;
-          r.n_threads = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
-          r.n_prompt = t.n_prompt;
-          r.n_gen = t.n_gen;
-          r.test_time = now_iso8601();
-          run_once(dec, t, rng);  // warm-up
-          for (int i = 0; i < o.repetitions; ++i) r.samples_ns.push_back(run_once(dec, t, rng));
-          if (o.output == "md") fmt::print(stderr, "bench: {} done\n", r.test_name());
-          records.push_back(std::move(r));
-        }
+        engine::DecoderOptions d;
+        d.n_ctx = 16;
+        d.n_batch = nb;
+        d.n_ubatch = nub;
+        d.n_threads = threads;
+        d.poll = o.poll;
+        d.exact = o.exact;
+        d.device = o.device;
+        d.n_gpu_layers = o.n_gpu_layers;
+        run_configuration(*model, o, d, tests, records, rng);
       }
     }
   }
@@ -159,6 +190,8 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--poll", o->poll, "0..100: how long waiting threads spin before they sleep");
   cmd->add_option("-o,--output", o->output, "md, json, jsonl or csv");
   cmd->add_flag("--exact", o->exact, "CPU reference path (F32 activations)");
+  cmd->add_option("--device", o->device, "-dev: cpu or cuda<N> (default: the first GPU when one is visible)");
+  cmd->add_option("--n-gpu-layers", o->n_gpu_layers, "-ngl: 0 computes on the CPU; any other value puts every layer on the GPU");
   cmd->callback([o] { run_bench(*o); });
 }
 

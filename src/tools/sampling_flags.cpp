@@ -20,6 +20,8 @@ void add_decoder_flags(CLI::App* cmd, engine::DecoderOptions& o) {
   cmd->add_option("--ubatch-size", o.n_ubatch, "most tokens per forward (-ub)");
   cmd->add_option("-t,--threads", o.n_threads, "threads (default: all cores)");
   cmd->add_option("--poll", o.poll, "0..100: how long waiting threads spin before they sleep (0: not at all)");
+  cmd->add_option("--device", o.device, "-dev: cpu or cuda<N> (default: the first GPU when one is visible)");
+  cmd->add_option("--n-gpu-layers", o.n_gpu_layers, "-ngl: 0 computes on the CPU; any other value puts every layer on the GPU");
   cmd->add_flag("--exact", o.exact, "CPU reference path: F32 activations in every dot product");
 }
 

@@ -45,7 +45,7 @@ size_t decode_attention_workspace_bytes(int64_t n_seq, int64_t n_head, int64_t h
 void decode_attention(const KvCacheView& cache, const __nv_bfloat16* q, const int32_t* block_table,
                       int64_t max_blocks, const int32_t* ctx_lens, int64_t n_seq, int64_t n_head,
                       int64_t max_ctx, float scale, void* workspace, __nv_bfloat16* out,
-                      cudaStream_t stream) {
+                      cudaStream_t stream, const int32_t* table_rows) {
   check_cache(cache, "decode_attention");
   const int64_t d = cache.head_dim;
   if (d != 64 && d != 128 && d != 256) fail("cuda: decode_attention: head_dim {} (64, 128 or 256)", d);
@@ -72,6 +72,7 @@ void decode_attention(const KvCacheView& cache, const __nv_bfloat16* q, const in
   shape.head_dim = static_cast<int>(d);
   shape.max_blocks = static_cast<int>(max_blocks);
   shape.n_splits = static_cast<int>(split_count(max_ctx));
+  shape.table_rows = table_rows;
   const auto rows = static_cast<size_t>(n_seq * n_head * shape.n_splits);
   auto* base = static_cast<char*>(workspace);
   kernels::AttentionPartials p;

@@ -73,7 +73,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     l[g] = 0.0f;
   }
 
-  const int32_t* table = block_table + static_cast<int64_t>(seq) * shape.max_blocks;
+  const int table_row = shape.table_rows != nullptr ? shape.table_rows[seq] : seq;
+  const int32_t* table = block_table + static_cast<int64_t>(table_row) * shape.max_blocks;
   // The step start is the same for the whole warp, so the loop (and its
   // shuffles) stays converged; lanes past `end` load nothing and skip the update.
   for (int j0 = begin + warp * kTokens; j0 < end; j0 += kWarps * kTokens) {

@@ -51,6 +51,9 @@ size_t decode_attention_workspace_bytes(int64_t n_seq, int64_t n_head, int64_t h
 //               past a sequence's context are never read)
 //   ctx_lens    [n_seq] int32, 0 <= ctx_lens[s] <= max_ctx (0 gives zeros)
 //   workspace   decode_attention_workspace_bytes(n_seq, n_head, head_dim, max_ctx) bytes
+//   table_rows  [n_seq] int32 row of block_table that query s reads, or null
+//               for row s (many queries of one sequence share its row: a
+//               prefill, each token with ctx_lens = its position + 1)
 // Long contexts are split across thread blocks (flash-decoding): each split
 // of kAttentionSplitTokens tokens writes a partial max, sum and output to the
 // workspace, and a second kernel combines the splits.
@@ -59,7 +62,7 @@ size_t decode_attention_workspace_bytes(int64_t n_seq, int64_t n_head, int64_t h
 void decode_attention(const KvCacheView& cache, const __nv_bfloat16* q, const int32_t* block_table,
                       int64_t max_blocks, const int32_t* ctx_lens, int64_t n_seq, int64_t n_head,
                       int64_t max_ctx, float scale, void* workspace, __nv_bfloat16* out,
-                      cudaStream_t stream);
+                      cudaStream_t stream, const int32_t* table_rows = nullptr);
 
 inline constexpr int kAttentionSplitTokens = 256;
 

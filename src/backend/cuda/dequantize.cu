@@ -104,37 +104,70 @@ struct DecodeQ6_K {
   }
 };
 
-template <typename Decode>
-__global__ void dequantize_kernel(const void* src, float* dst, int64_t n) {
+__device__ void store(float* dst, int64_t i, float v) { dst[i] = v; }
+__device__ void store(__nv_bfloat16* dst, int64_t i, float v) { dst[i] = __float2bfloat16_rn(v); }
+
+template <typename Decode, typename Out>
+__global__ void dequantize_kernel(const void* src, Out* dst, int64_t n) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    dst[i] = Decode{}(src, i);
+    store(dst, i, Decode{}(src, i));
   }
 }
 
-template <typename Decode>
-void launch(const void* src, float* dst, int64_t n, cudaStream_t stream) {
-  constexpr int kThreads = 256;
+constexpr int kThreads = 256;
+
+template <typename Decode, typename Out>
+void launch(const void* src, Out* dst, int64_t n, cudaStream_t stream) {
   constexpr int64_t kMaxBlocks = 1 << 16;  // grid-stride beyond this
   const auto blocks = static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks));
   dequantize_kernel<Decode><<<blocks, kThreads, 0, stream>>>(src, dst, n);
   CUDA_CHECK(cudaGetLastError());
 }
 
+// One grid row per id: out row r = row ids[r] of the table, as BF16.
+template <typename Decode>
+__global__ void get_rows_kernel(const uint8_t* table, size_t row_bytes, const int32_t* ids, int64_t n_cols,
+                                __nv_bfloat16* out, int64_t out_stride) {
+  const int64_t r = blockIdx.y;
+  const uint8_t* src = table + static_cast<size_t>(ids[r]) * row_bytes;
+  __nv_bfloat16* dst = out + r * out_stride;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < n_cols; c += stride) {
+    dst[c] = __float2bfloat16_rn(Decode{}(src, c));
+  }
+}
+
+template <typename Decode>
+void launch_rows(const void* table, size_t row_bytes, const int32_t* ids, int64_t n_ids, int64_t n_cols,
+                 __nv_bfloat16* out, int64_t out_stride, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>((n_cols + kThreads - 1) / kThreads, 64)),
+                  static_cast<unsigned>(n_ids));
+  get_rows_kernel<Decode><<<grid, kThreads, 0, stream>>>(static_cast<const uint8_t*>(table), row_bytes, ids,
+                                                        n_cols, out, out_stride);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+// The launchers of one decoder.
+template <typename Decode>
+constexpr TypeLaunchers launchers() {
+  return {launch<Decode, float>, launch<Decode, __nv_bfloat16>, launch_rows<Decode>};
+}
+
 }  // namespace
 
-DequantizeLauncher dequantize_launcher(TensorType type) {
+TypeLaunchers type_launchers(TensorType type) {
   switch (type) {
-    case TensorType::F32: return launch<DecodeF32>;
-    case TensorType::F16: return launch<DecodeF16>;
-    case TensorType::BF16: return launch<DecodeBF16>;
-    case TensorType::Q8_0: return launch<DecodeQ8_0>;
-    case TensorType::Q4_0: return launch<DecodeQ4_0>;
-    case TensorType::Q4_1: return launch<DecodeQ4_1>;
-    case TensorType::Q4_K: return launch<DecodeQ4_K>;
-    case TensorType::Q5_K: return launch<DecodeQ5_K>;
-    case TensorType::Q6_K: return launch<DecodeQ6_K>;
-    default: return nullptr;
+    case TensorType::F32: return launchers<DecodeF32>();
+    case TensorType::F16: return launchers<DecodeF16>();
+    case TensorType::BF16: return launchers<DecodeBF16>();
+    case TensorType::Q8_0: return launchers<DecodeQ8_0>();
+    case TensorType::Q4_0: return launchers<DecodeQ4_0>();
+    case TensorType::Q4_1: return launchers<DecodeQ4_1>();
+    case TensorType::Q4_K: return launchers<DecodeQ4_K>();
+    case TensorType::Q5_K: return launchers<DecodeQ5_K>();
+    case TensorType::Q6_K: return launchers<DecodeQ6_K>();
+    default: return {};
   }
 }
 

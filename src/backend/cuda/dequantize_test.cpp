@@ -88,8 +88,8 @@ TEST(CudaDequantize, EqualsTheCpuOnEveryTensorOfAModel) {
 }
 
 TEST(CudaDequantize, RejectsPartialBlocksAndUnsupportedTypes) {
-  EXPECT_THROW(dequantize(TensorType::Q4_K, nullptr, nullptr, 100, nullptr), Error);
-  EXPECT_THROW(dequantize(TensorType::Q5_0, nullptr, nullptr, 32, nullptr), Error);
+  EXPECT_THROW(dequantize(TensorType::Q4_K, nullptr, static_cast<float*>(nullptr), 100, nullptr), Error);
+  EXPECT_THROW(dequantize(TensorType::Q5_0, nullptr, static_cast<float*>(nullptr), 32, nullptr), Error);
   EXPECT_FALSE(can_dequantize(TensorType::Q2_K));
   for (TensorType type : kTypes) EXPECT_EQ(can_dequantize(type), quant::is_supported(type));
 }

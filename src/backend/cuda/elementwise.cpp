@@ -74,4 +74,10 @@ void add(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* y, int64
   if (n > 0) kernels::launch_add(a, b, y, n, stream);
 }
 
+void add_row(__nv_bfloat16* x, const float* row, int64_t n_tok, int64_t n, cudaStream_t stream) {
+  require_vectors("add_row", n, {x, row});
+  if (row == nullptr || n_tok < 0) fail("cuda: add_row of {} rows without a row to add", n_tok);
+  if (n_tok > 0 && n > 0) kernels::launch_add_row(x, row, n_tok, n, stream);
+}
+
 }  // namespace cohort::cuda

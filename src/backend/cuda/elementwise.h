@@ -17,7 +17,7 @@ namespace cohort::cuda {
 // written back (the residual stream) and the norm is taken of that rounded
 // sum, exactly as an add followed by a norm. weight [n] is F32.
 // REQUIRES: n > 0, n % 8 == 0; x, residual and y 16-byte aligned; y does not
-// overlap x or residual.
+// overlap residual, and overlaps x only if it is x (an in-place norm).
 void rms_norm(__nv_bfloat16* x, const __nv_bfloat16* residual, const float* weight, int64_t n_tok,
               int64_t n, float eps, __nv_bfloat16* y, cudaStream_t stream);
 
@@ -54,5 +54,9 @@ void silu_mul(const __nv_bfloat16* gate, const __nv_bfloat16* up, __nv_bfloat16*
 // y [n] = a + b, n elements. REQUIRES as silu_mul; y may alias a or b.
 void add(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* y, int64_t n,
          cudaStream_t stream);
+
+// x [n_tok, n] += row [n] (F32) in every row: the biases of Qwen2.
+// REQUIRES: n % 8 == 0, x and row 16-byte aligned.
+void add_row(__nv_bfloat16* x, const float* row, int64_t n_tok, int64_t n, cudaStream_t stream);
 
 }  // namespace cohort::cuda

@@ -32,5 +32,7 @@ void launch_silu_mul(const __nv_bfloat16* gate, const __nv_bfloat16* up, __nv_bf
                      cudaStream_t stream);
 void launch_add(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* y, int64_t n,
                 cudaStream_t stream);
+// n_tok > 0, n > 0, n % 8 == 0, aligned.
+void launch_add_row(__nv_bfloat16* x, const float* row, int64_t n_tok, int64_t n, cudaStream_t stream);
 
 }  // namespace cohort::cuda::kernels

@@ -29,8 +29,10 @@ __device__ float block_sum(float v) {
 
 // x, residual, y [n_tok, n]; n8 = n / 8 vectors per row.
 __global__ void __launch_bounds__(kThreads)
-    rms_norm_kernel(__nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ residual,
-                    const float* __restrict__ weight, int64_t n8, float eps, __nv_bfloat16* __restrict__ y) {
+    rms_norm_kernel(__nv_bfloat16* x, const __nv_bfloat16* __restrict__ residual,
+                    const float* __restrict__ weight, int64_t n8, float eps, __nv_bfloat16* y) {
+  // x and y are not __restrict__: y == x is an in-place norm (each thread
+  // rewrites only the vectors it read).
   const int64_t row = blockIdx.x;
   auto* xr = reinterpret_cast<uint4*>(x) + row * n8;
   const auto* rr = residual ? reinterpret_cast<const uint4*>(residual) + row * n8 : nullptr;

@@ -1,4 +1,5 @@
-// SiLU·mul and add: grid-stride over 8-element (16-byte) vectors.
+// SiLU·mul, add and the bias add: grid-stride over 8-element (16-byte)
+// vectors.
 #include "backend/cuda/elementwise_kernels.h"
 
 #include <algorithm>
@@ -44,7 +45,31 @@ void launch_binary(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16
   CUDA_CHECK(cudaGetLastError());
 }
 
+// x [n_tok, n] += row [n] (F32), n8 = n / 8 vectors per row.
+__global__ void __launch_bounds__(kThreads)
+    add_row_kernel(uint4* x, const float4* row, int64_t n8, int64_t total8) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < total8; i += stride) {
+    float v[8];
+    unpack8(x[i], v);
+    const int64_t c = i % n8;
+    const float4 ra = row[2 * c], rb = row[2 * c + 1];
+    const float r[8] = {ra.x, ra.y, ra.z, ra.w, rb.x, rb.y, rb.z, rb.w};
+#pragma unroll
+    for (int k = 0; k < 8; ++k) v[k] += r[k];
+    x[i] = pack8(v);
+  }
+}
+
 }  // namespace
+
+void launch_add_row(__nv_bfloat16* x, const float* row, int64_t n_tok, int64_t n, cudaStream_t stream) {
+  const int64_t total8 = n_tok * n / 8;
+  const auto blocks = static_cast<unsigned>(std::min<int64_t>((total8 + kThreads - 1) / kThreads, kMaxBlocks));
+  add_row_kernel<<<blocks, kThreads, 0, stream>>>(reinterpret_cast<uint4*>(x), reinterpret_cast<const float4*>(row),
+                                                   n / 8, total8);
+  CUDA_CHECK(cudaGetLastError());
+}
 
 void launch_silu_mul(const __nv_bfloat16* gate, const __nv_bfloat16* up, __nv_bfloat16* y, int64_t n,
                      cudaStream_t stream) {

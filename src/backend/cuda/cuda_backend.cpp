@@ -1,0 +1,249 @@
+#include "backend/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/dequantize.h"
+#include "backend/cuda/elementwise.h"
+#include "backend/cuda/matvec.h"
+#include "common/error.h"
+
+namespace cohort::cuda {
+namespace {
+
+using backend::ConstTensorView;
+using backend::Device;
+using backend::TensorView;
+using gguf::TensorType;
+
+// Attention's split partials are bounded by this; a prefill with more
+// queries than fit runs in several calls.
+constexpr size_t kAttentionWorkspaceBytes = size_t{256} << 20;
+// BF16 elements of the GEMM's dequantization scratch: a whole FFN matrix of
+// an 8B model, the output matrix in chunks.
+constexpr int64_t kGemmScratchElems = int64_t{64} << 20;
+constexpr size_t kUploadChunk = size_t{256} << 20;
+
+void free_device(void* p) { (void)cudaFree(p); }
+
+__nv_bfloat16* bf16(TensorView v, const char* op) {
+  if (v.device != Device::cuda || v.type != TensorType::BF16 || v.row_bytes != static_cast<size_t>(v.n_cols) * 2) {
+    fail("cuda: {}: expected a contiguous BF16 activation on the GPU", op);
+  }
+  return reinterpret_cast<__nv_bfloat16*>(v.data);
+}
+const __nv_bfloat16* bf16(ConstTensorView v, const char* op) {
+  return bf16(TensorView{const_cast<uint8_t*>(v.data), v.type, v.device, v.n_rows, v.n_cols, v.row_bytes}, op);
+}
+
+// Makes `index` the current device of this thread, naming it if it is absent.
+int select_device(int index) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+  if (index < 0 || index >= count) fail("cuda{}: no such device ({} visible)", index, count);
+  CUDA_CHECK(cudaSetDevice(index));
+  return index;
+}
+
+int64_t attention_rows(const backend::BackendLimits& l) {
+  const auto bytes = [&](int64_t n) {
+    return decode_attention_workspace_bytes(n, l.n_head, l.head_dim, l.n_max_ctx);
+  };
+  int64_t n = l.n_max_tok;
+  while (n > 1 && bytes(n) > kAttentionWorkspaceBytes) n = (n + 1) / 2;
+  return n;
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(const backend::BackendOptions& options, const backend::BackendLimits& limits)
+    : device_index_(select_device(options.device_index)),
+      limits_(limits),
+      step_(limits.n_max_tok, (limits.n_max_ctx + limits.kv.block_size - 1) / limits.kv.block_size) {
+  const kv::KvCacheShape& kv = limits.kv;
+  if (kv.block_size != kKvBlockSize) {
+    fail("cuda{}: the KV cache needs blocks of {} tokens, got {}", device_index_, kKvBlockSize, kv.block_size);
+  }
+  if (limits.head_dim != 64 && limits.head_dim != 128 && limits.head_dim != 256) {
+    fail("cuda{}: attention supports heads of 64, 128 or 256 dims, the model has {}", device_index_,
+         limits.head_dim);
+  }
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  const size_t layer = static_cast<size_t>(kv.n_blocks) * kv.block_size * kv.n_head_kv * kv.head_dim;
+  kv_ = DeviceBuffer<__half>(2 * layer * static_cast<size_t>(kv.n_layer));
+  CUDA_CHECK(cudaMemsetAsync(kv_.data(), 0, kv_bytes(), stream_));
+  logits_ = DeviceBuffer<float>(static_cast<size_t>(limits.n_max_tok * limits.max_out));
+  attention_rows_ = attention_rows(limits);
+  attention_ws_ = DeviceBuffer<uint8_t>(
+      decode_attention_workspace_bytes(attention_rows_, limits.n_head, limits.head_dim, limits.n_max_ctx));
+  gemm_ = std::make_unique<Gemm>(stream_, std::min(kGemmScratchElems, limits.max_row * limits.max_out));
+}
+
+CudaBackend::~CudaBackend() {
+  if (stream_ != nullptr) {
+    (void)cudaStreamSynchronize(stream_);
+    gemm_.reset();
+    (void)cudaStreamDestroy(stream_);
+  }
+}
+
+backend::Tensor CudaBackend::alloc(int64_t n_rows, int64_t n_cols) {
+  const size_t row_bytes = static_cast<size_t>(n_cols) * 2;
+  const size_t n_bytes = static_cast<size_t>(n_rows) * row_bytes;
+  void* p = nullptr;
+  if (n_bytes > 0) {
+    CUDA_CHECK(cudaMalloc(&p, n_bytes));
+    CUDA_CHECK(cudaMemset(p, 0, n_bytes));
+  }
+  TensorView shape{nullptr, TensorType::BF16, Device::cuda, n_rows, n_cols, row_bytes};
+  return backend::Tensor(static_cast<uint8_t*>(p), free_device, shape);
+}
+
+void CudaBackend::load_weights(std::span<const uint8_t> host) {
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (host.size() > free_bytes) {
+    fail("cuda{}: {:.2f} GB of weights do not fit in the {:.2f} GB free on the device", device_index_,
+         static_cast<double>(host.size()) / 1e9, static_cast<double>(free_bytes) / 1e9);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  weights_ = DeviceBuffer<uint8_t>(host.size());
+  int shown = -1;
+  for (size_t done = 0; done < host.size(); done += kUploadChunk) {
+    const size_t n = std::min(kUploadChunk, host.size() - done);
+    CUDA_CHECK(cudaMemcpy(weights_.data() + done, host.data() + done, n, cudaMemcpyHostToDevice));
+    const int percent = static_cast<int>(100 * (done + n) / host.size());
+    if (host.size() > 4 * kUploadChunk && percent / 10 != shown) {
+      shown = percent / 10;
+      fmt::print(stderr, "\rcuda{}: uploading weights {:3d}%", device_index_, percent);
+    }
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print(stderr, "{}cuda{}: {:.2f} GB of weights on the device in {:.1f} s; KV cache {:.2f} GB (f16)\n",
+             shown >= 0 ? "\r" : "", device_index_, static_cast<double>(host.size()) / 1e9, s,
+             static_cast<double>(kv_bytes()) / 1e9);
+  weights_host_ = host;
+}
+
+const void* CudaBackend::on_device(ConstTensorView v) {
+  if (v.device == Device::cuda) return v.data;
+  const uint8_t* base = weights_host_.data();
+  if (v.data >= base && v.data < base + weights_host_.size()) return weights_.data() + (v.data - base);
+  return f32_on_device(v);
+}
+
+const float* CudaBackend::f32_on_device(ConstTensorView v) {
+  if (v.device == Device::cuda) return reinterpret_cast<const float*>(v.data);
+  if (v.type != TensorType::F32) fail("cuda: a host tensor of type {} outside the model's weights", gguf::type_name(v.type));
+  auto it = vectors_.find(v.data);
+  const auto n = static_cast<size_t>(v.n_rows * v.n_cols);
+  if (it == vectors_.end() || it->second.size() != n) {
+    DeviceBuffer<float> copy(n);
+    copy.upload({reinterpret_cast<const float*>(v.data), n});
+    it = vectors_.insert_or_assign(v.data, std::move(copy)).first;
+  }
+  return it->second.data();
+}
+
+KvCacheView CudaBackend::kv_layer(int layer) {
+  const kv::KvCacheShape& s = limits_.kv;
+  const size_t n = static_cast<size_t>(s.n_blocks) * s.block_size * s.n_head_kv * s.head_dim;
+  KvCacheView c;
+  c.k = kv_.data() + 2 * n * static_cast<size_t>(layer);
+  c.v = c.k + n;
+  c.n_blocks = s.n_blocks;
+  c.n_head_kv = s.n_head_kv;
+  c.head_dim = s.head_dim;
+  return c;
+}
+
+void CudaBackend::begin_step(const backend::StepInput& in) { step_.upload(in, stream_); }
+
+void CudaBackend::get_rows(ConstTensorView table, std::span<const int32_t> ids, TensorView out) {
+  cuda::get_rows(table.type, on_device(table), table.row_bytes, step_.device(ids),
+                 static_cast<int64_t>(ids.size()), table.n_cols, bf16(out, "get_rows"), out.n_cols, stream_);
+}
+
+void CudaBackend::rms_norm(ConstTensorView x, ConstTensorView weight, float eps, TensorView y) {
+  cuda::rms_norm(const_cast<__nv_bfloat16*>(bf16(x, "rms_norm")), nullptr, f32_on_device(weight), x.n_rows,
+                 x.n_cols, eps, bf16(y, "rms_norm"), stream_);
+}
+
+void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
+  const bool to_host = y.device == Device::cpu;
+  if (to_host && (y.type != TensorType::F32 || y.row_bytes != static_cast<size_t>(y.n_cols) * 4)) {
+    fail("cuda: matmul into the host needs contiguous F32 rows");
+  }
+  if (to_host && y.n_rows * y.n_cols > static_cast<int64_t>(logits_.size())) {
+    fail("cuda: {} x {} host outputs exceed the backend's logits buffer", y.n_rows, y.n_cols);
+  }
+  void* out = to_host ? logits_.data() : static_cast<void*>(bf16(y, "matmul"));
+  const OutType type = to_host ? OutType::f32 : OutType::bf16;
+  const __nv_bfloat16* in = bf16(x, "matmul");
+  if (x.n_rows <= kMatvecMaxTokens) {
+    matvec(w.type, on_device(w), in, out, type, x.n_rows, w.n_cols, w.n_rows, stream_);
+  } else {
+    gemm_->run(w.type, on_device(w), w.n_rows, w.n_cols, in, x.n_rows, out, type);
+  }
+  if (to_host) {
+    CUDA_CHECK(cudaMemcpyAsync(y.data, logits_.data(), static_cast<size_t>(y.n_rows * y.n_cols) * 4,
+                               cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+}
+
+void CudaBackend::add(TensorView x, ConstTensorView y) {
+  if (y.type == TensorType::F32) {
+    add_row(bf16(x, "add"), f32_on_device(y), x.n_rows, x.n_cols, stream_);
+  } else {
+    cuda::add(bf16(x, "add"), bf16(y, "add"), bf16(x, "add"), x.n_rows * x.n_cols, stream_);
+  }
+}
+
+void CudaBackend::silu_mul(ConstTensorView gate, ConstTensorView up, TensorView y) {
+  cuda::silu_mul(bf16(gate, "silu_mul"), bf16(up, "silu_mul"), bf16(y, "silu_mul"), gate.n_rows * gate.n_cols,
+                 stream_);
+}
+
+void CudaBackend::rope(const backend::RopeParams& p, TensorView x, int64_t n_heads, const backend::StepInput& in) {
+  RopeConfig c;
+  c.n_rot = p.n_rot;
+  c.freq_base = p.freq_base;
+  c.freq_scale = p.freq_scale;
+  c.neox = p.neox;
+  if (p.freq_factors != nullptr) {
+    c.freq_factors = f32_on_device(backend::host_f32({p.freq_factors, static_cast<size_t>(p.n_rot / 2)}, 1, p.n_rot / 2));
+  }
+  c.ext_factor = p.ext_factor;
+  c.attn_factor = p.attn_factor;
+  c.beta_fast = p.beta_fast;
+  c.beta_slow = p.beta_slow;
+  c.n_ctx_orig = p.n_ctx_orig;
+  cuda::rope(c, bf16(x, "rope"), x.n_cols, step_.device(in.positions), x.n_rows, n_heads, x.n_cols / n_heads,
+             stream_);
+}
+
+void CudaBackend::store_kv(int layer, ConstTensorView k, ConstTensorView v, const backend::StepInput& in) {
+  kv_store(kv_layer(layer), bf16(k, "store_kv"), bf16(v, "store_kv"), k.n_cols, step_.kv_slots(), in.n_tok,
+           stream_);
+}
+
+void CudaBackend::attention(int layer, ConstTensorView q, int64_t n_head, TensorView out,
+                            const backend::StepInput& in) {
+  const int64_t d = limits_.head_dim, row = n_head * d;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  const __nv_bfloat16* qp = bf16(q, "attention");
+  __nv_bfloat16* op = bf16(out, "attention");
+  for (int64_t t = 0; t < in.n_tok; t += attention_rows_) {
+    const int64_t n = std::min(attention_rows_, in.n_tok - t);
+    decode_attention(kv_layer(layer), qp + t * row, step_.block_tables(), step_.table_width(),
+                     step_.query_ctx() + t, n, n_head, step_.max_ctx(), scale, attention_ws_.data(), op + t * row,
+                     stream_, step_.seq_index() + t);
+  }
+}
+
+}  // namespace cohort::cuda

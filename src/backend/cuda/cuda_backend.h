@@ -1,0 +1,92 @@
+// The CUDA implementation of backend::Backend: the forward's ops as kernels
+// on one GPU and one stream, activations BF16 with F32 math (DESIGN.md,
+// Numerics), the paged KV cache in F16 on the device.
+//
+// Weights: load_weights() copies the model file's tensor data to the device
+// once, in its file type; a weight view (a host address inside that data)
+// is read at the same offset of the copy. The small F32 vectors of the
+// model (norm weights, biases, RoPE factors) are copied on first use and
+// kept, keyed by their host address (the model outlives its backends).
+//
+// A step: begin_step() packs the step input into pinned host memory and
+// copies it to the device in one transfer; the ops read the device copy.
+// Matmuls of up to kMatvecMaxTokens tokens run the matvec kernels (one pass
+// over the weights in their file type), larger ones cuBLAS (gemm.h). The
+// logits, the one output on the host, are copied back when their matmul is
+// done.
+//
+// Ownership: everything is allocated in the constructor and in
+// load_weights(); no op allocates. Thread safety: one thread drives it.
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include "backend/backend.h"
+#include "backend/cuda/attention.h"
+#include "backend/cuda/device_buffer.h"
+#include "backend/cuda/gemm.h"
+#include "backend/cuda/step_buffers.h"
+
+namespace cohort::cuda {
+
+// Micro-batches of at most this many tokens take the matvec kernels.
+inline constexpr int64_t kMatvecMaxTokens = 8;
+
+class CudaBackend final : public backend::Backend {
+ public:
+  // Throws cohort::Error naming the device for a missing GPU, an
+  // unsupported shape or too little device memory.
+  CudaBackend(const backend::BackendOptions& options, const backend::BackendLimits& limits);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  backend::Device device() const override { return backend::Device::cuda; }
+  size_t kv_bytes() const override { return kv_.size() * sizeof(__half); }
+  backend::Tensor alloc(int64_t n_rows, int64_t n_cols) override;
+  comm::Queue queue() override { return {stream_}; }
+  void load_weights(std::span<const uint8_t> host) override;
+  void begin_step(const backend::StepInput& in) override;
+
+  void get_rows(backend::ConstTensorView table, std::span<const int32_t> ids,
+                backend::TensorView out) override;
+  void rms_norm(backend::ConstTensorView x, backend::ConstTensorView weight, float eps,
+                backend::TensorView y) override;
+  void matmul(backend::ConstTensorView w, backend::ConstTensorView x, backend::TensorView y) override;
+  void add(backend::TensorView x, backend::ConstTensorView y) override;
+  void silu_mul(backend::ConstTensorView gate, backend::ConstTensorView up,
+                backend::TensorView y) override;
+  void rope(const backend::RopeParams& p, backend::TensorView x, int64_t n_heads,
+            const backend::StepInput& in) override;
+  void store_kv(int layer, backend::ConstTensorView k, backend::ConstTensorView v,
+                const backend::StepInput& in) override;
+  void attention(int layer, backend::ConstTensorView q, int64_t n_head, backend::TensorView out,
+                 const backend::StepInput& in) override;
+
+ private:
+  // The device address of a weight or vector view (see the file comment).
+  const void* on_device(backend::ConstTensorView v);
+  const float* f32_on_device(backend::ConstTensorView v);
+  KvCacheView kv_layer(int layer);
+
+  int device_index_;
+  backend::BackendLimits limits_;
+  cudaStream_t stream_ = nullptr;
+  DeviceBuffer<uint8_t> weights_;       // the file's tensor data
+  std::span<const uint8_t> weights_host_;
+  std::unordered_map<const void*, DeviceBuffer<float>> vectors_;
+  DeviceBuffer<__half> kv_;             // [n_layer][K, V][n_blocks, block, n_head_kv, head_dim]
+  StepBuffers step_;
+  DeviceBuffer<float> logits_;          // [n_max_tok, max_out] before the copy to the host
+  DeviceBuffer<uint8_t> attention_ws_;  // split partials of attention_rows_ queries
+  int64_t attention_rows_ = 0;
+  std::unique_ptr<Gemm> gemm_;
+};
+
+}  // namespace cohort::cuda
