@@ -16,7 +16,9 @@
 #      kernel-bench.jsonl: copy and GEMM ceilings, then every kernel,
 #   5. `cohort bench -p 512 -n 128` on `mkmodel --preset llama3-8b` in BF16,
 #      Q8_0 and Q4_K, as bench-<type>.json (COHORT_GPU_SKIP_8B=1 leaves them
-#      out).
+#      out); with COHORT_GPU_PROFILE=1 and nsys on the machine, also where
+#      the time goes: per-kernel totals of a pp512 and of a tg64 run as
+#      kernels-<type>-{pp,tg}.csv.
 # Writes logs under ${OUT:-/tmp/cohort-gpu}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -89,6 +91,16 @@ for t in bf16 q8_0 q4_k; do
     { tail -5 "$LOGS/bench-$t.err"; echo "bench of $t FAILED"; failed+=("bench $t"); }
   grep -h -o '"n_prompt": [0-9]*\|"n_gen": [0-9]*\|"avg_ts": [0-9.]*' "$LOGS/bench-$t.json" | paste -sd' ' |
     sed "s/^/$t: /" || true
+  if [ -n "${COHORT_GPU_PROFILE:-}" ] && command -v nsys >/dev/null; then
+    for test in "pp -p 512 -n 0" "tg -p 0 -n 64"; do
+      set -- $test
+      name=$1; shift
+      nsys profile -t cuda --cuda-graph-trace=node -o "$WORK/prof" --force-overwrite true \
+        "$BIN/cohort" bench -m "$out" "$@" -r 1 -o json >/dev/null 2>&1 &&
+        nsys stats -q -r cuda_gpu_kern_sum -f csv "$WORK/prof.nsys-rep" >"$LOGS/kernels-$t-$name.csv" 2>/dev/null ||
+        echo "profile of $t $name failed"
+    done
+  fi
   rm -f "$out"
 done
 finish ""

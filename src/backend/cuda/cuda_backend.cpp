@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -161,16 +162,31 @@ KvCacheView CudaBackend::kv_layer(int layer) {
   return c;
 }
 
-void CudaBackend::begin_step(const backend::StepInput& in) { step_.upload(in, stream_); }
+void CudaBackend::begin_step(const backend::StepInput& in) {
+  flush_add();  // the last add of a step without logits
+  step_.upload(in, stream_);
+  graphs_.begin({in.n_tok, in.n_logits(), static_cast<int32_t>(step_.table_width())}, stream_);
+}
 
 void CudaBackend::get_rows(ConstTensorView table, std::span<const int32_t> ids, TensorView out) {
+  if (replaying()) return;
+  flush_add();
   cuda::get_rows(table.type, on_device(table), table.row_bytes, step_.device(ids),
                  static_cast<int64_t>(ids.size()), table.n_cols, bf16(out, "get_rows"), out.n_cols, stream_);
 }
 
 void CudaBackend::rms_norm(ConstTensorView x, ConstTensorView weight, float eps, TensorView y) {
-  cuda::rms_norm(const_cast<__nv_bfloat16*>(bf16(x, "rms_norm")), nullptr, f32_on_device(weight), x.n_rows,
-                 x.n_cols, eps, bf16(y, "rms_norm"), stream_);
+  if (replaying()) return;
+  auto* xp = const_cast<__nv_bfloat16*>(bf16(x, "rms_norm"));
+  __nv_bfloat16* yp = bf16(y, "rms_norm");
+  const __nv_bfloat16* residual = nullptr;
+  if (pending_.x == xp && pending_.n_rows == x.n_rows && pending_.n_cols == x.n_cols && yp != xp &&
+      yp != pending_.y) {
+    residual = pending_.y;
+    pending_ = {};
+  }
+  flush_add();
+  cuda::rms_norm(xp, residual, f32_on_device(weight), x.n_rows, x.n_cols, eps, yp, stream_);
 }
 
 void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
@@ -181,15 +197,19 @@ void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
   if (to_host && y.n_rows * y.n_cols > static_cast<int64_t>(logits_.size())) {
     fail("cuda: {} x {} host outputs exceed the backend's logits buffer", y.n_rows, y.n_cols);
   }
-  void* out = to_host ? logits_.data() : static_cast<void*>(bf16(y, "matmul"));
-  const OutType type = to_host ? OutType::f32 : OutType::bf16;
-  const __nv_bfloat16* in = bf16(x, "matmul");
-  if (x.n_rows <= kMatvecMaxTokens) {
-    matvec(w.type, on_device(w), in, out, type, x.n_rows, w.n_cols, w.n_rows, stream_);
-  } else {
-    gemm_->run(w.type, on_device(w), w.n_rows, w.n_cols, in, x.n_rows, out, type);
+  if (!replaying()) {
+    flush_add();
+    void* out = to_host ? logits_.data() : static_cast<void*>(bf16(y, "matmul"));
+    const OutType type = to_host ? OutType::f32 : OutType::bf16;
+    const __nv_bfloat16* in = bf16(x, "matmul");
+    if (x.n_rows <= kMatvecMaxTokens) {
+      matvec(w.type, on_device(w), in, out, type, x.n_rows, w.n_cols, w.n_rows, stream_);
+    } else {
+      gemm_->run(w.type, on_device(w), w.n_rows, w.n_cols, in, x.n_rows, out, type);
+    }
   }
   if (to_host) {
+    graphs_.launch(stream_);  // the step's kernels, if it is graphed
     CUDA_CHECK(cudaMemcpyAsync(y.data, logits_.data(), static_cast<size_t>(y.n_rows * y.n_cols) * 4,
                                cudaMemcpyDeviceToHost, stream_));
     CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -197,19 +217,31 @@ void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
 }
 
 void CudaBackend::add(TensorView x, ConstTensorView y) {
+  if (replaying()) return;
+  flush_add();
   if (y.type == TensorType::F32) {
     add_row(bf16(x, "add"), f32_on_device(y), x.n_rows, x.n_cols, stream_);
   } else {
-    cuda::add(bf16(x, "add"), bf16(y, "add"), bf16(x, "add"), x.n_rows * x.n_cols, stream_);
+    pending_ = {bf16(x, "add"), bf16(y, "add"), x.n_rows, x.n_cols};
   }
 }
 
+void CudaBackend::flush_add() {
+  if (pending_.x == nullptr) return;
+  const PendingAdd a = std::exchange(pending_, {});
+  cuda::add(a.x, a.y, a.x, a.n_rows * a.n_cols, stream_);
+}
+
 void CudaBackend::silu_mul(ConstTensorView gate, ConstTensorView up, TensorView y) {
+  if (replaying()) return;
+  flush_add();
   cuda::silu_mul(bf16(gate, "silu_mul"), bf16(up, "silu_mul"), bf16(y, "silu_mul"), gate.n_rows * gate.n_cols,
                  stream_);
 }
 
 void CudaBackend::rope(const backend::RopeParams& p, TensorView x, int64_t n_heads, const backend::StepInput& in) {
+  if (replaying()) return;
+  flush_add();
   RopeConfig c;
   c.n_rot = p.n_rot;
   c.freq_base = p.freq_base;
@@ -228,20 +260,25 @@ void CudaBackend::rope(const backend::RopeParams& p, TensorView x, int64_t n_hea
 }
 
 void CudaBackend::store_kv(int layer, ConstTensorView k, ConstTensorView v, const backend::StepInput& in) {
+  if (replaying()) return;
+  flush_add();
   kv_store(kv_layer(layer), bf16(k, "store_kv"), bf16(v, "store_kv"), k.n_cols, step_.kv_slots(), in.n_tok,
            stream_);
 }
 
 void CudaBackend::attention(int layer, ConstTensorView q, int64_t n_head, TensorView out,
                             const backend::StepInput& in) {
+  if (replaying()) return;
+  flush_add();
   const int64_t d = limits_.head_dim, row = n_head * d;
+  const int64_t max_ctx = std::min(step_.table_width() * kKvBlockSize, limits_.n_max_ctx);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   const __nv_bfloat16* qp = bf16(q, "attention");
   __nv_bfloat16* op = bf16(out, "attention");
   for (int64_t t = 0; t < in.n_tok; t += attention_rows_) {
     const int64_t n = std::min(attention_rows_, in.n_tok - t);
     decode_attention(kv_layer(layer), qp + t * row, step_.block_tables(), step_.table_width(),
-                     step_.query_ctx() + t, n, n_head, step_.max_ctx(), scale, attention_ws_.data(), op + t * row,
+                     step_.query_ctx() + t, n, n_head, max_ctx, scale, attention_ws_.data(), op + t * row,
                      stream_, step_.seq_index() + t);
   }
 }

@@ -13,7 +13,14 @@
 // Matmuls of up to kMatvecMaxTokens tokens run the matvec kernels (one pass
 // over the weights in their file type), larger ones cuBLAS (gemm.h). The
 // logits, the one output on the host, are copied back when their matmul is
-// done.
+// done. Steps of up to kGraphMaxTokens tokens are replayed as CUDA graphs
+// (step_graphs.h): while a graph replays, the ops enqueue nothing and the
+// logits matmul launches the graph.
+//
+// Fusion: a residual add (x += y) waits until the next op; if that op is the
+// RMS norm of x, the two run as one kernel (the norm's fused residual), as
+// they do at every block boundary of the forward. Any other op launches the
+// add first.
 //
 // Ownership: everything is allocated in the constructor and in
 // load_weights(); no op allocates. Thread safety: one thread drives it.
@@ -32,6 +39,7 @@
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/step_buffers.h"
+#include "backend/cuda/step_graphs.h"
 
 namespace cohort::cuda {
 
@@ -74,6 +82,10 @@ class CudaBackend final : public backend::Backend {
   const void* on_device(backend::ConstTensorView v);
   const float* f32_on_device(backend::ConstTensorView v);
   KvCacheView kv_layer(int layer);
+  // The step replays a graph: the op has nothing to enqueue.
+  bool replaying() const { return graphs_.mode() == StepGraphs::Mode::replay; }
+  // Launches a waiting residual add. Every op but rms_norm calls it first.
+  void flush_add();
 
   int device_index_;
   backend::BackendLimits limits_;
@@ -87,6 +99,13 @@ class CudaBackend final : public backend::Backend {
   DeviceBuffer<uint8_t> attention_ws_;  // split partials of attention_rows_ queries
   int64_t attention_rows_ = 0;
   std::unique_ptr<Gemm> gemm_;
+  StepGraphs graphs_;
+  // A residual add not launched yet: x += y (both BF16 [n_rows, n_cols]).
+  struct PendingAdd {
+    __nv_bfloat16* x = nullptr;
+    const __nv_bfloat16* y = nullptr;
+    int64_t n_rows = 0, n_cols = 0;
+  } pending_;
 };
 
 }  // namespace cohort::cuda

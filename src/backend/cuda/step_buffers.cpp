@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/step_graphs.h"
 #include "common/error.h"
 
 namespace cohort::cuda {
@@ -32,10 +33,11 @@ void StepBuffers::upload(const backend::StepInput& in, cudaStream_t stream) {
   }
   int32_t max_ctx = 0;
   for (int32_t s = 0; s < in.n_seq; ++s) max_ctx = std::max(max_ctx, in.context_lens[static_cast<size_t>(s)]);
-  const int64_t width = (max_ctx + in.block_size - 1) / in.block_size;
-  if (width > max_blocks_ || width > in.max_blocks) {
+  if (max_ctx > max_blocks_ * in.block_size || max_ctx > int64_t{in.max_blocks} * in.block_size) {
     fail("cuda: a context of {} positions exceeds the {} KV blocks of the backend", max_ctx, max_blocks_);
   }
+  const int64_t width = table_width_bucket(max_ctx, in.block_size,
+                                           static_cast<int32_t>(std::min<int64_t>(max_blocks_, in.max_blocks)));
   CUDA_CHECK(cudaEventSynchronize(copied_));  // the previous upload has read the staging buffer
   const auto n = static_cast<size_t>(in.n_tok);
   auto array = [&](Array a) { return staging_ + static_cast<int64_t>(a) * n_max_tok_; };
@@ -53,7 +55,6 @@ void StepBuffers::upload(const backend::StepInput& in, cudaStream_t stream) {
   CUDA_CHECK(cudaEventRecord(copied_, stream));
   host_ = in;
   width_ = width;
-  max_ctx_ = max_ctx;
 }
 
 const int32_t* StepBuffers::device(std::span<const int32_t> host) const {

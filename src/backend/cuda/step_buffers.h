@@ -5,7 +5,8 @@
 // addresses the kernels read hold for the buffers' life.
 //
 // Besides the step input's own arrays it holds, per token, the context its
-// query attends over (position + 1), the form decode_attention takes.
+// query attends over (position + 1), the form decode_attention takes. The
+// block tables are packed table_width() entries a row.
 //
 // Thread safety: one thread drives it.
 #pragma once
@@ -40,8 +41,9 @@ class StepBuffers {
   const int32_t* seq_index() const { return at(kSeqIndex); }
   const int32_t* query_ctx() const { return at(kQueryCtx); }
   const int32_t* block_tables() const { return at(kTables); }
-  int64_t table_width() const { return width_; }  // row length of block_tables() this step
-  int32_t max_ctx() const { return max_ctx_; }     // longest context of this step
+  // Row length of block_tables() this step: a bucket (table_width_bucket)
+  // of the longest context, so that steps of one shape share a CUDA graph.
+  int64_t table_width() const { return width_; }
 
  private:
   enum Array { kTokens, kPositions, kSlots, kSeqIndex, kQueryCtx, kLogitRows, kTables };
@@ -54,7 +56,6 @@ class StepBuffers {
   const backend::StepInput* in_ = nullptr;
   backend::StepInput host_;       // the spans of the last upload
   int64_t width_ = 0;
-  int32_t max_ctx_ = 0;
 };
 
 }  // namespace cohort::cuda
