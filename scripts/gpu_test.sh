@@ -16,7 +16,8 @@
 #      kernel-bench.jsonl: copy and GEMM ceilings, then every kernel,
 #   5. `cohort bench -p 512 -n 128` on `mkmodel --preset llama3-8b` in BF16,
 #      Q8_0 and Q4_K, as bench-<type>.json (COHORT_GPU_SKIP_8B=1 leaves them
-#      out); with COHORT_GPU_PROFILE=1 and nsys on the machine, also where
+#      out), and batched decoding at 1, 8, 32 and 64 sequences of 128 + 128
+#      tokens as bench-<type>-batched.json; with COHORT_GPU_PROFILE=1 and nsys on the machine, also where
 #      the time goes: per-kernel totals of a pp512 and of a tg64 run as
 #      kernels-<type>-{pp,tg}.csv.
 # Writes logs under ${OUT:-/tmp/cohort-gpu}.
@@ -91,6 +92,11 @@ for t in bf16 q8_0 q4_k; do
     { tail -5 "$LOGS/bench-$t.err"; echo "bench of $t FAILED"; failed+=("bench $t"); }
   grep -h -o '"n_prompt": [0-9]*\|"n_gen": [0-9]*\|"avg_ts": [0-9.]*' "$LOGS/bench-$t.json" | paste -sd' ' |
     sed "s/^/$t: /" || true
+  if [ "$t" != q8_0 ]; then  # batched decoding (llama-batched-bench's shape)
+    timeout 300 "$BIN/cohort" bench -m "$out" -p 128 -n 128 --npl 1,8,32,64 -r 2 -o json \
+      >"$LOGS/bench-$t-batched.json" 2>"$LOGS/bench-$t-batched.err" ||
+      { tail -5 "$LOGS/bench-$t-batched.err"; echo "batched bench of $t FAILED"; failed+=("batched bench $t"); }
+  fi
   if [ -n "${COHORT_GPU_PROFILE:-}" ] && command -v nsys >/dev/null; then
     for test in "pp -p 512 -n 0" "tg -p 0 -n 64"; do
       set -- $test

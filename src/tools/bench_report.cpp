@@ -34,7 +34,7 @@ nlohmann::ordered_json to_json(const BenchRecord& r) {
           {"backends", r.backend}, {"gpu_info", r.gpu_info}, {"n_gpu_layers", r.n_gpu_layers},
           {"n_batch", r.n_batch}, {"n_ubatch", r.n_ubatch},
           {"n_threads", r.n_threads}, {"split_mode", r.split_mode}, {"allreduce", r.allreduce},
-          {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"test_time", r.test_time},
+          {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"n_seq", r.n_seq}, {"test_time", r.test_time},
           {"avg_ns", static_cast<uint64_t>(r.avg_ns())},
           {"stddev_ns", static_cast<uint64_t>(r.stddev_ns())}, {"avg_ts", r.avg_ts()},
           {"stddev_ts", r.stddev_ts()}, {"samples_ns", r.samples_ns}, {"samples_ts", r.samples_ts()}};
@@ -81,7 +81,7 @@ double BenchRecord::stddev_ns() const { return stddev(as_double(samples_ns)); }
 
 std::vector<double> BenchRecord::samples_ts() const {
   std::vector<double> ts;
-  for (uint64_t ns : samples_ns) ts.push_back(1e9 * (n_prompt + n_gen) / static_cast<double>(ns));
+  for (uint64_t ns : samples_ns) ts.push_back(1e9 * n_seq * (n_prompt + n_gen) / static_cast<double>(ns));
   return ts;
 }
 
@@ -89,6 +89,7 @@ double BenchRecord::avg_ts() const { return mean(samples_ts()); }
 double BenchRecord::stddev_ts() const { return stddev(samples_ts()); }
 
 std::string BenchRecord::test_name() const {
+  if (n_seq > 1) return fmt::format("{}{}@{}", n_gen == 0 ? "pp" : "tg", n_gen == 0 ? n_prompt : n_gen, n_seq);
   if (n_gen == 0) return fmt::format("pp{}", n_prompt);
   if (n_prompt == 0) return fmt::format("tg{}", n_gen);
   return fmt::format("pp{}+tg{}", n_prompt, n_gen);

@@ -23,6 +23,7 @@ struct BenchRecord {
   std::string allreduce = "none";
   int n_prompt = 0;
   int n_gen = 0;
+  int n_seq = 1;              // sequences decoded together (--npl); rates are their sum
   std::string test_time;      // ISO 8601, UTC
   std::vector<uint64_t> samples_ns;
 
@@ -31,7 +32,7 @@ struct BenchRecord {
   std::vector<double> samples_ts() const;  // tokens/s per sample
   double avg_ts() const;
   double stddev_ts() const;
-  std::string test_name() const;           // "pp512", "tg128", "pp512+tg128"
+  std::string test_name() const;           // "pp512", "tg128", "pp512+tg128", "tg128@8"
 };
 
 // Prints records in llama-bench's formats: "md", "json", "jsonl" or "csv".

@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <thread>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "common/error.h"
 #include "engine/decoder.h"
 #include "gguf/file_type.h"
+#include "kv/block_pool.h"
 #include "model/model.h"
 #include "tools/bench_report.h"
 #include "tools/commands.h"
@@ -35,6 +37,7 @@ struct BenchOptions {
   std::vector<int> n_batch{2048};
   std::vector<int> n_ubatch{512};
   int repetitions = 5;
+  std::vector<int> n_parallel;  // --npl: batched decoding of this many sequences (llama-batched-bench)
   std::string device;     // -dev
   int n_gpu_layers = -1;  // -ngl
   int poll = kDefaultPoll;
@@ -70,6 +73,39 @@ uint64_t run_once(engine::Decoder& dec, const Test& t, std::mt19937& rng) {
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::steady_clock::now() - start);
   return static_cast<uint64_t>(ns.count());
+}
+
+// Batched decoding, as llama-batched-bench measures it: n_seq prompts of
+// n_prompt tokens prefilled together (in chunks of n_batch tokens), then
+// n_gen steps of one token for every sequence. Returns the nanoseconds of
+// the two phases.
+std::pair<uint64_t, uint64_t> run_batched(engine::Decoder& dec, int n_seq, const Test& t, std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> token(0, dec.n_vocab() - 1);
+  for (int s = 0; s < n_seq; ++s) {
+    dec.free_sequence(s);
+    dec.reserve(s, t.n_prompt + t.n_gen);
+  }
+  engine::Batch batch;
+  const auto start = std::chrono::steady_clock::now();
+  for (int s = 0; s < n_seq; ++s) {
+    for (int pos = 0; pos < t.n_prompt; ++pos) {
+      if (batch.n_tokens() == dec.options().n_batch) {
+        dec.decode(batch);
+        batch.clear();
+      }
+      batch.add(token(rng), pos, s, pos == t.n_prompt - 1);
+    }
+  }
+  if (batch.n_tokens() > 0) dec.decode(batch);
+  const auto prefilled = std::chrono::steady_clock::now();
+  for (int i = 0; i < t.n_gen; ++i) {
+    batch.clear();
+    for (int s = 0; s < n_seq; ++s) batch.add(token(rng), t.n_prompt + i, s, true);
+    dec.decode(batch);
+  }
+  const auto end = std::chrono::steady_clock::now();
+  const auto ns = [](auto d) { return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()); };
+  return {ns(prefilled - start), ns(end - prefilled)};
 }
 
 std::vector<Test> tests_of(const BenchOptions& o) {
@@ -122,26 +158,63 @@ std::string gpu_name(int index) {
   return fmt::format("cuda{}", index);
 }
 
+BenchRecord record_of(const model::Model& model, const BenchOptions& o, const engine::DecoderOptions& d,
+                      const Test& t) {
+  BenchRecord r = base_record(model, o.model);
+  r.n_batch = d.n_batch;
+  r.n_ubatch = d.n_ubatch;
+  r.n_threads = d.n_threads > 0 ? d.n_threads : static_cast<int>(std::thread::hardware_concurrency());
+  const backend::DeviceChoice where = backend::choose_device(d.device, d.n_gpu_layers);
+  if (where.device == backend::Device::cuda) {
+    r.backend = "CUDA";
+    r.n_gpu_layers = static_cast<int>(model.hparams().n_layer);
+    r.gpu_info = gpu_name(where.index);
+  }
+  r.n_prompt = t.n_prompt;
+  r.n_gen = t.n_gen;
+  r.test_time = now_iso8601();
+  return r;
+}
+
+// The batched rows of one configuration: for each --npl value, the prompt
+// phase (pp, all sequences' tokens) and the generation phase (tg, the
+// aggregate rate over the sequences), each timed over -r runs.
+void run_parallel(engine::Decoder& dec, const model::Model& model, const BenchOptions& o,
+                  const engine::DecoderOptions& d, const Test& t, std::vector<BenchRecord>& records,
+                  std::mt19937& rng) {
+  for (int n_seq : o.n_parallel) {
+    BenchRecord pp = record_of(model, o, d, {t.n_prompt, 0}), tg = record_of(model, o, d, {0, t.n_gen});
+    pp.n_seq = tg.n_seq = n_seq;
+    run_batched(dec, n_seq, t, rng);  // warm-up
+    for (int i = 0; i < o.repetitions; ++i) {
+      const auto [pp_ns, tg_ns] = run_batched(dec, n_seq, t, rng);
+      pp.samples_ns.push_back(pp_ns);
+      tg.samples_ns.push_back(tg_ns);
+    }
+    if (o.output == "md") fmt::print(stderr, "bench: {} done\n", tg.test_name());
+    if (t.n_prompt > 0) records.push_back(std::move(pp));
+    if (t.n_gen > 0) records.push_back(std::move(tg));
+  }
+  for (int s = 0; s < *std::max_element(o.n_parallel.begin(), o.n_parallel.end()); ++s) dec.free_sequence(s);
+}
+
 // One decoder serves every test of a configuration (a GPU uploads the
 // weights once), its context sized for the longest test.
 void run_configuration(const model::Model& model, const BenchOptions& o, engine::DecoderOptions d,
                        const std::vector<Test>& tests, std::vector<BenchRecord>& records, std::mt19937& rng) {
+  const Test batched{o.n_prompt.empty() ? 0 : o.n_prompt.front(), o.n_gen.empty() ? 0 : o.n_gen.front()};
   for (const Test& t : tests) d.n_ctx = std::max(d.n_ctx, t.n_prompt + t.n_gen + 16);
+  for (int n_seq : o.n_parallel) {
+    const int per_seq = (batched.n_prompt + batched.n_gen + kv::kDefaultBlockSize - 1) / kv::kDefaultBlockSize;
+    d.n_ctx = std::max(d.n_ctx, n_seq * per_seq * kv::kDefaultBlockSize);
+  }
   engine::Decoder dec(model, d);
-  const backend::DeviceChoice where = backend::choose_device(d.device, d.n_gpu_layers);
+  if (!o.n_parallel.empty()) {
+    run_parallel(dec, model, o, d, batched, records, rng);
+    return;
+  }
   for (const Test& t : tests) {
-    BenchRecord r = base_record(model, o.model);
-    r.n_batch = d.n_batch;
-    r.n_ubatch = d.n_ubatch;
-    r.n_threads = d.n_threads > 0 ? d.n_threads : static_cast<int>(std::thread::hardware_concurrency());
-    if (where.device == backend::Device::cuda) {
-      r.backend = "CUDA";
-      r.n_gpu_layers = static_cast<int>(model.hparams().n_layer);
-      r.gpu_info = gpu_name(where.index);
-    }
-    r.n_prompt = t.n_prompt;
-    r.n_gen = t.n_gen;
-    r.test_time = now_iso8601();
+    BenchRecord r = record_of(model, o, d, t);
     run_once(dec, t, rng);  // warm-up
     for (int i = 0; i < o.repetitions; ++i) r.samples_ns.push_back(run_once(dec, t, rng));
     if (o.output == "md") fmt::print(stderr, "bench: {} done\n", r.test_name());
@@ -151,6 +224,9 @@ void run_configuration(const model::Model& model, const BenchOptions& o, engine:
 
 void run_bench(const BenchOptions& o) {
   if (o.repetitions < 1) fail("-r must be at least 1, got {}", o.repetitions);
+  for (int n : o.n_parallel) {
+    if (n < 1) fail("--npl must list sequence counts of at least 1, got {}", n);
+  }
   const std::vector<Test> tests = tests_of(o);
   auto model = model::Model::load(o.model);
   std::vector<BenchRecord> records;
@@ -183,6 +259,10 @@ void register_bench(CLI::App& app) {
   cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens (comma-separated list)")->delimiter(',');
   cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens (list)")->delimiter(',');
   cmd->add_option("--pg", o->pg, "prompt then generation: PROMPT,GEN (repeatable)");
+  cmd->add_option("--npl", o->n_parallel,
+                  "batched decoding of this many sequences (list), each with the first -p prompt and -n tokens; "
+                  "tg rows give the aggregate rate (llama-batched-bench's S_TG)")
+      ->delimiter(',');
   cmd->add_option("-t,--threads", o->threads, "threads (list)")->delimiter(',');
   cmd->add_option("-b,--batch-size", o->n_batch, "batch size (list)")->delimiter(',');
   cmd->add_option("--ubatch-size", o->n_ubatch, "micro-batch size (list)")->delimiter(',');
