@@ -9,6 +9,8 @@
 #      tests print one `[ rel-l2   ]` line per comparison,
 #      (CudaForward.* runs the whole forward of every family and weight type
 #      against the CPU reference and prints one `[ forward  ]` line each),
+#      then perplexity of a 135M-shaped model on the GPU within 1% of the
+#      CPU reference's (--exact), with their KL divergence,
 #   3. the CUDA kernel tests once more under `compute-sanitizer --tool
 #      memcheck` (one model file), and a short generation on the GPU under it,
 #      failing on any error it reports,
@@ -57,6 +59,23 @@ for m in "${models[@]}"; do
   echo "$(basename "$m"): $(grep -E '^\[  PASSED  \]' "$log")"
   filter='CudaDequantize.EqualsTheCpuOnEveryTensorOfAModel'
 done
+
+echo "== perplexity on the GPU against the CPU reference (smollm-135m shape, Q4_1, 4 x 512 tokens)"
+cat README.md docs/*.md >"$WORK/text.txt"
+m="$WORK/smollm-q4_1.gguf"
+"$BIN/cohort" perplexity -m "$m" -f "$WORK/text.txt" -c 512 --chunks 4 --device cpu --exact \
+  --save-logits "$WORK/base.bin" >"$LOGS/perplexity-cpu.txt" 2>&1 || failed+=("perplexity on the CPU")
+"$BIN/cohort" perplexity -m "$m" -f "$WORK/text.txt" -c 512 --chunks 4 --device cuda0 \
+  --kl-divergence-base "$WORK/base.bin" >"$LOGS/perplexity-gpu.txt" 2>&1 || failed+=("perplexity on the GPU")
+grep -h "Final estimate" "$LOGS/perplexity-cpu.txt" "$LOGS/perplexity-gpu.txt" || true
+grep -h "KLD\|Same top" "$LOGS/perplexity-gpu.txt" || true
+python3 - "$LOGS/perplexity-cpu.txt" "$LOGS/perplexity-gpu.txt" <<'PY' || failed+=("perplexity within 1%")
+import re, sys
+ppl = [float(re.search(r"PPL = ([0-9.]+)", open(f).read()).group(1)) for f in sys.argv[1:]]
+ratio = ppl[1] / ppl[0]
+print(f"GPU / CPU perplexity: {ratio:.5f}")
+sys.exit(0 if abs(ratio - 1) <= 0.01 else 1)
+PY
 
 echo "== CUDA unit tests under compute-sanitizer memcheck ($(basename "${models[0]}"))"
 SANITIZER=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
