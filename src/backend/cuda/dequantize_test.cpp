@@ -13,6 +13,7 @@
 #include "backend/cuda/cuda_test_util.h"
 #include "backend/cuda/device_buffer.h"
 #include "common/error.h"
+#include "common/half.h"
 #include "gguf/gguf_file.h"
 #include "quant/quant.h"
 
@@ -64,6 +65,39 @@ TEST(CudaDequantize, EqualsTheCpuOnRandomBlocksOfEveryType) {
     for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
     const std::vector<float> want = on_cpu(type, bytes.data(), n);
     EXPECT_EQ(count_mismatches(on_gpu(type, bytes.data(), bytes.size(), n), want), 0);
+  }
+}
+
+// The BF16 expansion (the GEMM operands of a prefill, 8 elements a thread)
+// is the F32 one rounded to BF16, bit for bit; odd-sized tensors take the
+// one-element path.
+TEST(CudaDequantize, Bf16IsTheCpuValueRounded) {
+  COHORT_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(11);
+  for (TensorType type : kTypes) {
+    for (int64_t blocks : {4096, 3}) {
+      SCOPED_TRACE(std::string(gguf::type_name(type)) + " x " + std::to_string(blocks));
+      const int64_t n = blocks * static_cast<int64_t>(gguf::traits(type).block_size);
+      std::vector<uint8_t> bytes(gguf::row_bytes(type, n));
+      for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+      const std::vector<float> want = on_cpu(type, bytes.data(), n);
+      DeviceBuffer<uint8_t> src(bytes.size());
+      src.upload(bytes);
+      DeviceBuffer<uint16_t> dst(static_cast<size_t>(n));
+      CUDA_CHECK(cudaMemset(dst.data(), 0x7f, dst.size() * sizeof(uint16_t)));
+      dequantize(type, src.data(), reinterpret_cast<__nv_bfloat16*>(dst.data()), n, nullptr);
+      CUDA_CHECK(cudaDeviceSynchronize());
+      const std::vector<uint16_t> got = dst.download();
+      int64_t bad = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        if (std::isnan(want[i])) {
+          bad += !std::isnan(bf16_to_f32(got[i]));
+        } else {
+          bad += got[i] != f32_to_bf16(want[i]);
+        }
+      }
+      EXPECT_EQ(bad, 0);
+    }
   }
 }
 
