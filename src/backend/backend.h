@@ -71,6 +71,14 @@ struct BackendLimits {
   kv::KvCacheShape kv;       // the paged KV cache the backend allocates
 };
 
+// The memory a backend holds, as reported at start and in /props.
+struct MemoryUse {
+  std::string device;    // "cpu", "cuda0", ...
+  size_t weights = 0;    // bytes of weights it copied (0 on the CPU: it reads the file's mapping)
+  size_t kv = 0;         // the KV cache
+  size_t workspace = 0;  // activations and scratch
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -78,6 +86,7 @@ class Backend {
   virtual Device device() const = 0;
   // Bytes of K and V storage the backend holds.
   virtual size_t kv_bytes() const = 0;
+  virtual MemoryUse memory() const = 0;
 
   // A zero-filled activation buffer [n_rows, n_cols] on the backend's device.
   virtual Tensor alloc(int64_t n_rows, int64_t n_cols) = 0;

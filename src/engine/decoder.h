@@ -69,6 +69,7 @@ class Decoder {
   const model::Model& model() const { return model_; }
   const DecoderOptions& options() const { return options_; }
   int n_vocab() const { return static_cast<int>(model_.hparams().n_vocab); }
+  backend::MemoryUse memory() const { return backend_->memory(); }
 
  private:
   void check(const Batch& batch);

@@ -198,6 +198,8 @@ TEST_F(ApiRoutes, ModelsTokenizeDetokenizePropsSlotsMetrics) {
   EXPECT_EQ(props["total_slots"], 2);
   EXPECT_EQ(props["model_path"], "/models/fake.gguf");
   EXPECT_EQ(props["default_generation_settings"]["n_ctx"], 64);
+  EXPECT_EQ(props["memory"]["device"], "fake");
+  EXPECT_TRUE(props["memory"].contains("kv_bytes"));
   const Json slots = Json::parse(get("/slots").body);
   EXPECT_EQ(slots.size(), 2u);
   EXPECT_EQ(slots[0]["is_processing"], true);

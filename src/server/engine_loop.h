@@ -50,6 +50,7 @@ class EngineLoop final : public GenerationService {
   std::shared_ptr<RequestHandle> submit(GenerationRequest request) override;
   ServiceStats stats() const override;
   int n_ctx() const override { return n_ctx_slot_; }
+  backend::MemoryUse memory() const override { return decoder_.memory(); }
 
  private:
   struct Pending {  // submitted, not yet in a slot

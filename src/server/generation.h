@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "engine/logprobs.h"
 #include "engine/sampler.h"
 #include "engine/stop.h"
@@ -118,6 +119,8 @@ class GenerationService {
   virtual std::shared_ptr<RequestHandle> submit(GenerationRequest request) = 0;
   virtual ServiceStats stats() const = 0;
   virtual int n_ctx() const = 0;     // context capacity of one request, in tokens
+  // Where the model runs and the memory it holds there.
+  virtual backend::MemoryUse memory() const = 0;
 };
 
 }  // namespace cohort::server

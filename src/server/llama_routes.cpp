@@ -65,6 +65,10 @@ std::string piece_or_empty(const tokenizer::Tokenizer& tok, int32_t id) {
   return id >= 0 ? tok.token_to_piece(id, true) : std::string();
 }
 
+Json memory_json(const backend::MemoryUse& m) {
+  return {{"device", m.device}, {"weights_bytes", m.weights}, {"kv_bytes", m.kv}, {"workspace_bytes", m.workspace}};
+}
+
 void props(Exchange& exchange, const ServedModel& model) {
   const ServiceStats stats = model.service->stats();
   const engine::SamplingParams& d = model.defaults;
@@ -83,6 +87,7 @@ void props(Exchange& exchange, const ServedModel& model) {
                   {"bos_token", piece_or_empty(model.tokenizer, model.tokenizer.bos())},
                   {"eos_token", piece_or_empty(model.tokenizer, model.tokenizer.eos())},
                   {"modalities", {{"vision", false}, {"audio", false}}},
+                  {"memory", memory_json(model.service->memory())},
                   {"build_info", build_info()}});
 }
 

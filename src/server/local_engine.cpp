@@ -18,6 +18,7 @@ class LocalEngine final : public GenerationService {
   }
   ServiceStats stats() const override { return loop_.stats(); }
   int n_ctx() const override { return loop_.n_ctx(); }
+  backend::MemoryUse memory() const override { return loop_.memory(); }
 
  private:
   std::unique_ptr<model::Model> model_;

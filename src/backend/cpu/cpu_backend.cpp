@@ -43,12 +43,18 @@ CpuBackend::CpuBackend(const backend::BackendOptions& options, const backend::Ba
   activations_.resize(matmul_fast_scratch_bytes(widest, limits.n_max_tok));
 }
 
+backend::MemoryUse CpuBackend::memory() const {
+  const size_t scratch = (scores_.size() + lanes_.size()) * sizeof(float) + activations_.size();
+  return {"cpu", 0, kv_.n_bytes(), allocated_ + scratch};
+}
+
 backend::Tensor CpuBackend::alloc(int64_t n_rows, int64_t n_cols) {
   const size_t row_bytes = static_cast<size_t>(n_cols) * sizeof(float);
   const size_t n_bytes = (static_cast<size_t>(n_rows) * row_bytes + kAlignment - 1) / kAlignment * kAlignment;
   void* p = n_bytes == 0 ? nullptr : std::aligned_alloc(kAlignment, n_bytes);
   if (n_bytes != 0 && p == nullptr) fail("cannot allocate {} MiB of activations", n_bytes >> 20);
   if (p != nullptr) std::memset(p, 0, n_bytes);
+  allocated_ += n_bytes;
   TensorView shape{nullptr, gguf::TensorType::F32, backend::Device::cpu, n_rows, n_cols, row_bytes};
   return backend::Tensor(static_cast<uint8_t*>(p), free_host, shape);
 }

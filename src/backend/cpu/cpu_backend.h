@@ -27,6 +27,7 @@ class CpuBackend final : public backend::Backend {
 
   backend::Device device() const override { return backend::Device::cpu; }
   size_t kv_bytes() const override { return kv_.n_bytes(); }
+  backend::MemoryUse memory() const override;
   backend::Tensor alloc(int64_t n_rows, int64_t n_cols) override;
 
   void get_rows(backend::ConstTensorView table, std::span<const int32_t> ids,
@@ -56,6 +57,7 @@ class CpuBackend final : public backend::Backend {
   int64_t head_dim_;
   std::vector<float> scores_;         // [n_threads, n_max_ctx] attention weights of one head
   std::vector<float> lanes_;          // [n_threads, kWideLanes, head_dim] attention output lanes
+  size_t allocated_ = 0;              // bytes handed out by alloc()
   std::vector<uint8_t> activations_;  // [n_max_tok, largest matmul input] quantized inputs (fast path)
 };
 

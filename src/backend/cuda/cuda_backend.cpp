@@ -75,13 +75,18 @@ CudaBackend::CudaBackend(const backend::BackendOptions& options, const backend::
   }
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   const size_t layer = static_cast<size_t>(kv.n_blocks) * kv.block_size * kv.n_head_kv * kv.head_dim;
+  attention_rows_ = attention_rows(limits);
+  const int64_t gemm_scratch = std::min(kGemmScratchElems, limits.max_row * limits.max_out);
+  scratch_bytes_ = static_cast<size_t>(limits.n_max_tok * limits.max_out) * sizeof(float) +
+                   decode_attention_workspace_bytes(attention_rows_, limits.n_head, limits.head_dim, limits.n_max_ctx) +
+                   static_cast<size_t>(gemm_scratch) * 2;
+  require_room(2 * layer * static_cast<size_t>(kv.n_layer) * sizeof(__half), scratch_bytes_);
   kv_ = DeviceBuffer<__half>(2 * layer * static_cast<size_t>(kv.n_layer));
   CUDA_CHECK(cudaMemsetAsync(kv_.data(), 0, kv_bytes(), stream_));
   logits_ = DeviceBuffer<float>(static_cast<size_t>(limits.n_max_tok * limits.max_out));
-  attention_rows_ = attention_rows(limits);
   attention_ws_ = DeviceBuffer<uint8_t>(
       decode_attention_workspace_bytes(attention_rows_, limits.n_head, limits.head_dim, limits.n_max_ctx));
-  gemm_ = std::make_unique<Gemm>(stream_, std::min(kGemmScratchElems, limits.max_row * limits.max_out));
+  gemm_ = std::make_unique<Gemm>(stream_, gemm_scratch);
 }
 
 CudaBackend::~CudaBackend() {
@@ -92,6 +97,21 @@ CudaBackend::~CudaBackend() {
   }
 }
 
+void CudaBackend::require_room(size_t kv_bytes, size_t scratch_bytes) const {
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (kv_bytes + scratch_bytes > free_bytes) {
+    fail("cuda{}: the KV cache of -c {} needs {:.2f} GB and the workspace {:.2f} GB, but {:.2f} GB of {:.2f} GB "
+         "are free (lower -c or -ub)", device_index_, limits_.n_max_ctx, static_cast<double>(kv_bytes) / 1e9,
+         static_cast<double>(scratch_bytes) / 1e9, static_cast<double>(free_bytes) / 1e9,
+         static_cast<double>(total_bytes) / 1e9);
+  }
+}
+
+backend::MemoryUse CudaBackend::memory() const {
+  return {fmt::format("cuda{}", device_index_), weights_.size(), kv_bytes(), allocated_ + scratch_bytes_};
+}
+
 backend::Tensor CudaBackend::alloc(int64_t n_rows, int64_t n_cols) {
   const size_t row_bytes = static_cast<size_t>(n_cols) * 2;
   const size_t n_bytes = static_cast<size_t>(n_rows) * row_bytes;
@@ -100,6 +120,7 @@ backend::Tensor CudaBackend::alloc(int64_t n_rows, int64_t n_cols) {
     CUDA_CHECK(cudaMalloc(&p, n_bytes));
     CUDA_CHECK(cudaMemset(p, 0, n_bytes));
   }
+  allocated_ += n_bytes;
   TensorView shape{nullptr, TensorType::BF16, Device::cuda, n_rows, n_cols, row_bytes};
   return backend::Tensor(static_cast<uint8_t*>(p), free_device, shape);
 }
@@ -163,6 +184,7 @@ KvCacheView CudaBackend::kv_layer(int layer) {
 }
 
 void CudaBackend::begin_step(const backend::StepInput& in) {
+  CUDA_CHECK(cudaSetDevice(device_index_));  // the thread that drives the backend may have changed
   flush_add();  // the last add of a step without logits
   step_.upload(in, stream_);
   graphs_.begin({in.n_tok, in.n_logits(), static_cast<int32_t>(step_.table_width())}, stream_);

@@ -57,6 +57,7 @@ class CudaBackend final : public backend::Backend {
 
   backend::Device device() const override { return backend::Device::cuda; }
   size_t kv_bytes() const override { return kv_.size() * sizeof(__half); }
+  backend::MemoryUse memory() const override;
   backend::Tensor alloc(int64_t n_rows, int64_t n_cols) override;
   comm::Queue queue() override { return {stream_}; }
   void load_weights(std::span<const uint8_t> host) override;
@@ -82,6 +83,8 @@ class CudaBackend final : public backend::Backend {
   const void* on_device(backend::ConstTensorView v);
   const float* f32_on_device(backend::ConstTensorView v);
   KvCacheView kv_layer(int layer);
+  // Fails, naming the sizes, if the KV cache and workspace do not fit.
+  void require_room(size_t kv_bytes, size_t scratch_bytes) const;
   // The step replays a graph: the op has nothing to enqueue.
   bool replaying() const { return graphs_.mode() == StepGraphs::Mode::replay; }
   // Launches a waiting residual add. Every op but rms_norm calls it first.
@@ -99,6 +102,8 @@ class CudaBackend final : public backend::Backend {
   DeviceBuffer<uint8_t> attention_ws_;  // split partials of attention_rows_ queries
   int64_t attention_rows_ = 0;
   std::unique_ptr<Gemm> gemm_;
+  size_t scratch_bytes_ = 0;  // logits, attention and GEMM scratch, step buffers
+  size_t allocated_ = 0;      // bytes handed out by alloc()
   StepGraphs graphs_;
   // A residual add not launched yet: x += y (both BF16 [n_rows, n_cols]).
   struct PendingAdd {
