@@ -10,6 +10,8 @@
 //                          on llama3-8b FFN shapes at 512 tokens (dequantization
 //                          included), TFLOP/s
 //   {"op":"rms_norm" | "rope" | "silu_mul" | "attention", ...}
+//   {"op":"prefill_attention", ...}  one causal prompt: TFLOP/s counting
+//                          4 * n_head * head_dim flops per (query, key) pair
 // Each figure is the median over kSamples samples of kLaunches back-to-back
 // launches, after a warm-up. Inputs rotate over copies whose total exceeds
 // the L2 cache, so weights and KV come from device memory, not L2; weight
@@ -29,6 +31,7 @@
 #include "backend/cuda/elementwise.h"
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/matvec.h"
+#include "backend/cuda/prefill_attention.h"
 #include "common/error.h"
 #include "gguf/tensor_type.h"
 
@@ -196,6 +199,39 @@ void bench_attention(int64_t n_seq, int64_t ctx, double ceiling) {
               static_cast<long long>(n_kv), static_cast<long long>(d), kv_bytes, s * 1e6, gbps, gbps / ceiling);
 }
 
+// One causal prompt of n_tok tokens at positions 0.., llama3-8b heads. The
+// work is compute-bound (each K/V row is read once per query tile and head),
+// so one cache serves every launch.
+void bench_prefill_attention(int64_t n_tok) {
+  const int64_t n_head = 32, n_kv = 8, d = 128;
+  const int64_t n_blocks = n_tok / kKvBlockSize;
+  const size_t cache_bytes = static_cast<size_t>(n_blocks * kKvBlockSize * n_kv * d) * 2;
+  Bytes k(cache_bytes), v(cache_bytes), q(static_cast<size_t>(n_tok * n_head * d) * 2), out(q.size());
+  CUDA_CHECK(cudaMemset(k.as<void>(), 0x3C, cache_bytes));
+  CUDA_CHECK(cudaMemset(v.as<void>(), 0x3C, cache_bytes));
+  CUDA_CHECK(cudaMemset(q.as<void>(), 0x3C, q.size()));
+  std::vector<int32_t> table(static_cast<size_t>(n_blocks)), positions(static_cast<size_t>(n_tok));
+  for (int64_t b = 0; b < n_blocks; ++b) table[static_cast<size_t>(b)] = static_cast<int32_t>(n_blocks - 1 - b);
+  for (int64_t t = 0; t < n_tok; ++t) positions[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+  const std::vector<int32_t> seq_index(positions.size(), 0);
+  std::vector<PrefillTile> tiles;
+  plan_prefill_tiles(positions, seq_index, tiles);
+  Bytes dt(table.size() * 4), dtiles(tiles.size() * sizeof(PrefillTile));
+  CUDA_CHECK(cudaMemcpy(dt.as<void>(), table.data(), dt.size(), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(dtiles.as<void>(), tiles.data(), dtiles.size(), cudaMemcpyHostToDevice));
+  const KvCacheView cache{k.as<__half>(), v.as<__half>(), n_blocks, n_kv, d};
+  const double s = time_launches([&](int) {
+    prefill_attention(cache, q.as<__nv_bfloat16>(), dtiles.as<PrefillTile>(), static_cast<int64_t>(tiles.size()),
+                      dt.as<int32_t>(), n_blocks, n_head, 0.088388f, out.as<__nv_bfloat16>(), nullptr);
+  });
+  const double pairs = static_cast<double>(n_tok) * static_cast<double>(n_tok + 1) / 2.0;
+  const double tflops = 4.0 * static_cast<double>(n_head * d) * pairs / s / 1e12;
+  std::printf("{\"op\":\"prefill_attention\",\"n_tok\":%lld,\"n_head\":%lld,\"n_head_kv\":%lld,\"head_dim\":%lld,"
+              "\"us\":%.2f,\"tflops\":%.1f}\n",
+              static_cast<long long>(n_tok), static_cast<long long>(n_head), static_cast<long long>(n_kv),
+              static_cast<long long>(d), s * 1e6, tflops);
+}
+
 int run() {
   const DeviceList devices = list_devices();
   if (devices.devices.empty()) {
@@ -222,6 +258,7 @@ int run() {
   for (int64_t n_seq : {1, 8}) {
     for (int64_t ctx : {128, 1024, 8192}) bench_attention(n_seq, ctx, ceiling);
   }
+  for (int64_t n_tok : {512, 4096}) bench_prefill_attention(n_tok);
   std::fflush(stdout);
   return 0;
 }
