@@ -297,6 +297,11 @@ void CudaBackend::attention(int layer, ConstTensorView q, int64_t n_head, Tensor
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   const __nv_bfloat16* qp = bf16(q, "attention");
   __nv_bfloat16* op = bf16(out, "attention");
+  if (in.n_tok > kGraphMaxTokens) {  // a prefill (never graphed: its tiles are not part of the graph key)
+    prefill_attention(kv_layer(layer), qp, step_.tiles(), step_.n_tiles(), step_.block_tables(), step_.table_width(),
+                      n_head, scale, op, stream_);
+    return;
+  }
   for (int64_t t = 0; t < in.n_tok; t += attention_rows_) {
     const int64_t n = std::min(attention_rows_, in.n_tok - t);
     decode_attention(kv_layer(layer), qp + t * row, step_.block_tables(), step_.table_width(),

@@ -1,6 +1,7 @@
 #include "backend/cuda/step_buffers.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/step_graphs.h"
@@ -9,7 +10,7 @@
 namespace cohort::cuda {
 namespace {
 
-constexpr int64_t kArrays = 6;  // the per-token arrays before the block tables
+constexpr int64_t kArrays = 10;  // n_max_tok-sized arrays before the block tables (the tiles count 4)
 
 }  // namespace
 
@@ -17,6 +18,8 @@ StepBuffers::StepBuffers(int64_t n_max_tok, int64_t max_blocks)
     : n_max_tok_(n_max_tok),
       max_blocks_(max_blocks),
       device_(static_cast<size_t>(n_max_tok * (kArrays + max_blocks))) {
+  static_assert(sizeof(PrefillTile) == 4 * sizeof(int32_t));
+  tiles_.reserve(static_cast<size_t>(n_max_tok));
   CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&staging_), device_.size() * sizeof(int32_t)));
   CUDA_CHECK(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming));
 }
@@ -47,6 +50,8 @@ void StepBuffers::upload(const backend::StepInput& in, cudaStream_t stream) {
   std::copy_n(in.seq_index.begin(), n, array(kSeqIndex));
   for (size_t t = 0; t < n; ++t) array(kQueryCtx)[t] = in.positions[t] + 1;
   std::copy(in.logit_rows.begin(), in.logit_rows.end(), array(kLogitRows));
+  plan_prefill_tiles(in.positions.first(n), in.seq_index.first(n), tiles_);
+  std::memcpy(array(kTiles), tiles_.data(), tiles_.size() * sizeof(PrefillTile));
   for (int32_t s = 0; s < in.n_seq; ++s) {
     std::copy_n(in.block_table(s).begin(), width, array(kTables) + s * width);
   }

@@ -6,7 +6,8 @@
 //
 // Besides the step input's own arrays it holds, per token, the context its
 // query attends over (position + 1), the form decode_attention takes. The
-// block tables are packed table_width() entries a row.
+// block tables are packed table_width() entries a row; the prefill tiles
+// (plan_prefill_tiles) of the step are planned here too.
 //
 // Thread safety: one thread drives it.
 #pragma once
@@ -16,7 +17,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <vector>
+
 #include "backend/cuda/device_buffer.h"
+#include "backend/cuda/prefill_attention.h"
 #include "backend/step_input.h"
 
 namespace cohort::cuda {
@@ -41,12 +45,16 @@ class StepBuffers {
   const int32_t* seq_index() const { return at(kSeqIndex); }
   const int32_t* query_ctx() const { return at(kQueryCtx); }
   const int32_t* block_tables() const { return at(kTables); }
+  const PrefillTile* tiles() const { return reinterpret_cast<const PrefillTile*>(at(kTiles)); }
+  int64_t n_tiles() const { return static_cast<int64_t>(tiles_.size()); }
   // Row length of block_tables() this step: a bucket (table_width_bucket)
   // of the longest context, so that steps of one shape share a CUDA graph.
   int64_t table_width() const { return width_; }
 
  private:
-  enum Array { kTokens, kPositions, kSlots, kSeqIndex, kQueryCtx, kLogitRows, kTables };
+  // Per-token arrays of n_max_tok entries; the tiles take 4 (one PrefillTile
+  // per token at most), then the block tables.
+  enum Array { kTokens, kPositions, kSlots, kSeqIndex, kQueryCtx, kLogitRows, kTiles, kTables = kTiles + 4 };
   const int32_t* at(Array a) const { return device_.data() + static_cast<int64_t>(a) * n_max_tok_; }
 
   int64_t n_max_tok_, max_blocks_;
@@ -56,6 +64,7 @@ class StepBuffers {
   const backend::StepInput* in_ = nullptr;
   backend::StepInput host_;       // the spans of the last upload
   int64_t width_ = 0;
+  std::vector<PrefillTile> tiles_;  // capacity n_max_tok
 };
 
 }  // namespace cohort::cuda
