@@ -2,6 +2,7 @@
 #include "backend/backend.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "backend/cpu/cpu_backend.h"
 #if COHORT_HAS_CUDA
@@ -22,6 +23,8 @@ const char* device_name(Device d) {
 
 namespace {
 
+void free_host(void* p) { std::free(p); }
+
 bool gpu_visible() {
 #if COHORT_HAS_CUDA
   return !cuda::list_devices().devices.empty();
@@ -31,6 +34,14 @@ bool gpu_visible() {
 }
 
 }  // namespace
+
+Tensor Backend::alloc_host(int64_t n_rows, int64_t n_cols) {
+  const size_t row_bytes = static_cast<size_t>(n_cols) * sizeof(float);
+  const size_t n_bytes = static_cast<size_t>(n_rows) * row_bytes;
+  void* p = n_bytes == 0 ? nullptr : std::calloc(n_bytes, 1);
+  if (n_bytes != 0 && p == nullptr) fail("cannot allocate {} MiB of host outputs", n_bytes >> 20);
+  return Tensor(static_cast<uint8_t*>(p), free_host, {nullptr, gguf::TensorType::F32, Device::cpu, n_rows, n_cols, row_bytes});
+}
 
 DeviceChoice choose_device(const std::string& dev, int n_gpu_layers) {
   if (n_gpu_layers == 0 || dev == "cpu") return {Device::cpu, 0};

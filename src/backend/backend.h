@@ -90,6 +90,10 @@ class Backend {
 
   // A zero-filled activation buffer [n_rows, n_cols] on the backend's device.
   virtual Tensor alloc(int64_t n_rows, int64_t n_cols) = 0;
+  // A zero-filled F32 host buffer [n_rows, n_cols] for outputs the device
+  // writes to the host (the logits): pinned on a GPU, so that the copy runs
+  // at the bus's speed rather than through the driver's staging buffer.
+  virtual Tensor alloc_host(int64_t n_rows, int64_t n_cols);
   // The queue the ops run on, for the communicator's calls between them.
   virtual comm::Queue queue() { return comm::kHostQueue; }
 

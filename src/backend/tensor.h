@@ -92,6 +92,14 @@ inline TensorView host_f32(std::span<float> v, int64_t n_rows, int64_t n_cols) {
           static_cast<size_t>(n_cols) * sizeof(float)};
 }
 
+// Frees a Tensor's memory with the function of the backend that allocated it.
+struct TensorDeleter {
+  void (*free)(void*) = nullptr;
+  void operator()(uint8_t* p) const {
+    if (free != nullptr) free(p);
+  }
+};
+
 // Memory a backend allocated, with the function that frees it.
 class Tensor {
  public:
@@ -99,7 +107,7 @@ class Tensor {
 
   Tensor() = default;
   // Takes ownership of `data`, freed with `free`. `shape` describes it.
-  Tensor(uint8_t* data, Free free, TensorView shape) : buf_(data, Deleter{free}), view_(shape) {
+  Tensor(uint8_t* data, Free free, TensorView shape) : buf_(data, TensorDeleter{free}), view_(shape) {
     view_.data = data;
   }
 
@@ -110,13 +118,7 @@ class Tensor {
   size_t n_bytes() const { return static_cast<size_t>(view_.n_rows) * view_.row_bytes; }
 
  private:
-  struct Deleter {
-    Free free = nullptr;
-    void operator()(uint8_t* p) const {
-      if (free != nullptr) free(p);
-    }
-  };
-  std::unique_ptr<uint8_t, Deleter> buf_;
+  std::unique_ptr<uint8_t, TensorDeleter> buf_;
   TensorView view_;
 };
 

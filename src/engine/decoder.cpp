@@ -97,7 +97,12 @@ std::span<const float> Decoder::decode(const Batch& batch) {
   check(batch);
   const int64_t n_vocab = this->n_vocab();
   const size_t need = static_cast<size_t>(batch.n_outputs()) * static_cast<size_t>(n_vocab);
-  if (logits_.size() < need) logits_.resize(need);
+  if (logits_.n_rows() < batch.n_outputs()) {  // grown by doubling: a pinned allocation is slow
+    logits_ = backend_->alloc_host(std::min<int64_t>(std::max<int64_t>(batch.n_outputs(), 2 * logits_.n_rows()),
+                                                     options_.n_batch),
+                                   n_vocab);
+  }
+  const std::span<float> logits(logits_.view().f32(), need);
   const int n_ub = ubatch_size(options_);
   int32_t n_out = 0;  // logit rows written by earlier micro-batches
   for (int begin = 0; begin < batch.n_tokens(); begin += n_ub) {
@@ -105,14 +110,14 @@ std::span<const float> Decoder::decode(const Batch& batch) {
     const backend::StepInput& in = step_.build(batch, begin, end, blocks_);
     backend_->begin_step(in);
     model::ForwardContext ctx{model_.hparams(), *backend_, comm_, ws_, in};
-    const std::span<float> out = std::span(logits_).subspan(static_cast<size_t>(n_out) * static_cast<size_t>(n_vocab));
+    const std::span<float> out = logits.subspan(static_cast<size_t>(n_out) * static_cast<size_t>(n_vocab));
     model_.forward(ctx, backend::host_f32(out, in.n_logits(), n_vocab));
     n_out += in.n_logits();
     for (int i = begin; i < end; ++i) {
       blocks_.commit(batch.seq_ids[static_cast<size_t>(i)], std::span(batch.tokens).subspan(static_cast<size_t>(i), 1));
     }
   }
-  return {logits_.data(), need};
+  return logits;
 }
 
 void Decoder::free_sequence(kv::SeqId seq) {

@@ -82,7 +82,7 @@ class Decoder {
   model::Workspace ws_;
   StepBuilder step_;
   std::vector<SeqSpan> seqs_;  // [sequences of a batch] validation scratch, capacity n_batch
-  std::vector<float> logits_;  // [n_outputs, n_vocab], grown on demand
+  backend::Tensor logits_;     // [n_outputs, n_vocab] host (pinned on a GPU), grown on demand
 };
 
 }  // namespace cohort::engine

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 #include <fmt/format.h>
@@ -30,6 +31,7 @@ constexpr int64_t kGemmScratchElems = int64_t{64} << 20;
 constexpr size_t kUploadChunk = size_t{256} << 20;
 
 void free_device(void* p) { (void)cudaFree(p); }
+void free_pinned(void* p) { (void)cudaFreeHost(p); }
 
 __nv_bfloat16* bf16(TensorView v, const char* op) {
   if (v.device != Device::cuda || v.type != TensorType::BF16 || v.row_bytes != static_cast<size_t>(v.n_cols) * 2) {
@@ -110,6 +112,18 @@ void CudaBackend::require_room(size_t kv_bytes, size_t scratch_bytes) const {
 
 backend::MemoryUse CudaBackend::memory() const {
   return {fmt::format("cuda{}", device_index_), weights_.size(), kv_bytes(), allocated_ + scratch_bytes_};
+}
+
+backend::Tensor CudaBackend::alloc_host(int64_t n_rows, int64_t n_cols) {
+  const size_t row_bytes = static_cast<size_t>(n_cols) * sizeof(float);
+  const size_t n_bytes = static_cast<size_t>(n_rows) * row_bytes;
+  void* p = nullptr;
+  if (n_bytes > 0) {
+    CUDA_CHECK(cudaMallocHost(&p, n_bytes));
+    std::memset(p, 0, n_bytes);
+  }
+  TensorView shape{nullptr, TensorType::F32, Device::cpu, n_rows, n_cols, row_bytes};
+  return backend::Tensor(static_cast<uint8_t*>(p), free_pinned, shape);
 }
 
 backend::Tensor CudaBackend::alloc(int64_t n_rows, int64_t n_cols) {
@@ -224,7 +238,8 @@ void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
     void* out = to_host ? logits_.data() : static_cast<void*>(bf16(y, "matmul"));
     const OutType type = to_host ? OutType::f32 : OutType::bf16;
     const __nv_bfloat16* in = bf16(x, "matmul");
-    if (x.n_rows <= kMatvecMaxTokens) {
+    const bool gemm_bf16 = w.type == TensorType::BF16 && x.n_rows >= kGemmMinTokensBf16;
+    if (x.n_rows <= kMatvecMaxTokens && !gemm_bf16) {
       matvec(w.type, on_device(w), in, out, type, x.n_rows, w.n_cols, w.n_rows, stream_);
     } else {
       gemm_->run(w.type, on_device(w), w.n_rows, w.n_cols, in, x.n_rows, out, type);

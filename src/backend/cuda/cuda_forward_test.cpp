@@ -4,7 +4,11 @@
 // attention of many queries per sequence) and then decode together (matvec
 // kernels, one query per sequence), every row compared. Bounds as for the
 // GPU in the forward issue: mean KLD <= 1e-3, and every top-1 disagreement
-// at a near-tie of the reference's logits.
+// at a near-tie of the reference's logits: a gap between the two tokens
+// below a quarter of the median top-1/top-2 gap, or within 4 standard
+// deviations of that row's logit noise (the RMS difference of the two rows'
+// logits after removing their mean difference: BF16 activations move every
+// logit by about that much, so a gap below it is a coin toss, not a fault).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -68,6 +72,7 @@ struct Agreement {
   double mean_kld = 0.0;
   double top1 = 0.0;
   int misses = 0;  // disagreements that are not near-ties
+  double worst = 0.0;  // the largest disagreement gap in units of the row's tie bound
   bool finite = true;
 };
 
@@ -108,9 +113,16 @@ Agreement compare(const LogitRun& ref, const LogitRun& gpu) {
     const int tp = argmax(p), tq = argmax(q);
     if (tp == tq) {
       ++agree;
-    } else if (static_cast<double>(p[tp]) - p[tq] >= tie) {
-      ++a.misses;
+      continue;
     }
+    double mean = 0.0, sq = 0.0;
+    for (int64_t i = 0; i < v; ++i) mean += static_cast<double>(q[i]) - p[i];
+    mean /= static_cast<double>(v);
+    for (int64_t i = 0; i < v; ++i) sq += std::pow(static_cast<double>(q[i]) - p[i] - mean, 2);
+    const double bound = std::max(tie, 4.0 * std::sqrt(sq / static_cast<double>(v)));
+    const double gap = static_cast<double>(p[tp]) - p[tq];
+    a.worst = std::max(a.worst, gap / bound);
+    if (gap >= bound) ++a.misses;
   }
   a.top1 = static_cast<double>(agree) / static_cast<double>(rows);
   return a;
@@ -146,7 +158,8 @@ TEST_P(CudaForward, MatchesTheCpuReference) {
   const LogitRun gpu = teacher_forced(*m, "cuda0", a, b);
   ASSERT_EQ(ref.logits.size(), gpu.logits.size());
   const Agreement g = compare(ref, gpu);
-  std::printf("[ forward  ] %s: mean KLD %.3g, top-1 %.4f, misses %d\n", name.c_str(), g.mean_kld, g.top1, g.misses);
+  std::printf("[ forward  ] %s: mean KLD %.3g, top-1 %.4f, largest disagreement %.2f of its tie bound, misses %d\n",
+              name.c_str(), g.mean_kld, g.top1, g.worst, g.misses);
   EXPECT_TRUE(g.finite) << name;
   EXPECT_LE(g.mean_kld, kMaxMeanKld) << name;
   EXPECT_EQ(g.misses, 0) << name << ": top-1 disagreements beyond a near-tie";
