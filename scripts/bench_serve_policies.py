@@ -24,7 +24,6 @@ import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 POLICIES = ["mixed", "no-cont", "cohort", "serial"]
-SERVE_ARGS = ["-np", "2", "-c", "8192"]
 
 
 def free_port():
@@ -51,7 +50,8 @@ def wait_ready(url, proc, timeout=300):
 def run_one(args, scenario, policy, out_path):
     port = free_port()
     serve = [args.cohort, "serve", "-m", args.model, "--port", str(port), "--phase-policy", policy,
-             *SERVE_ARGS, "-b", str(args.batch_size), "-t", str(args.threads), *args.serve_arg]
+             "-np", str(args.parallel), "-c", str(args.ctx_size), "-b", str(args.batch_size),
+             "-t", str(args.threads), *args.serve_arg]
     with open(out_path.with_suffix(".serve.log"), "w") as log:
         proc = subprocess.Popen(serve, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -112,6 +112,8 @@ def main():
     ap.add_argument("--out", type=pathlib.Path, required=True, help="folder for the JSON reports")
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("-b", "--batch-size", type=int, default=512, help="cohort serve -b")
+    ap.add_argument("-np", "--parallel", type=int, default=2, help="cohort serve -np")
+    ap.add_argument("-c", "--ctx-size", type=int, default=8192, help="cohort serve -c")
     ap.add_argument("-t", "--threads", type=int, default=1,
                     help="cohort serve -t (1: on a busy machine two spinning workers slow each other down)")
     ap.add_argument("--serve-arg", action="append", default=[], help="extra argument for cohort serve")
