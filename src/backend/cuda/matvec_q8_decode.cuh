@@ -10,9 +10,11 @@
 //   Prep, prepare(unit, u)     the weights as int8 words (4 per word, in
 //                              column order) and their F32 scales; done once
 //                              for all tokens
-//   dot(prep, u, q, ds, acc)   acc + the unit's part of one token's dot
-//                              product (q, ds: that token's int8 row and
-//                              {d, s} blocks)
+//   X, load_x(u, q, ds)        one token's int8 x and block scales at the
+//                              unit's columns (q, ds: that token's row),
+//                              loaded once for all the rows of a warp
+//   dot(prep, x, acc)          acc + the unit's part of that token's dot
+//                              product
 // A dp4a word holds weights 4i..4i+3 of a run and meets the int8 word of x
 // at the same columns (16-byte x loads, four dp4a each), so a weight costs
 // 1/4 dp4a per token plus its share of the unpacking, which is token-free.
@@ -32,7 +34,8 @@ namespace cohort::cuda::kernels::matvec_q8 {
 using matvec_decode::half_bits;
 using matvec_decode::ldg;
 using matvec_decode::ldg_half;
-using matvec_decode::ldg_words_a2;
+using matvec_decode::ldg_u16;
+using matvec_decode::ldg_word_at;
 
 inline constexpr int kQBlock = 32;  // activation block
 inline constexpr uint32_t kLowNibbles = 0x0F0F0F0Fu;
@@ -43,6 +46,7 @@ COHORT_DECODE int dp4a(uint32_t a, uint32_t b, int c) {
 }
 COHORT_DECODE float round_even(float v) { return rintf(v); }
 #else
+using matvec_decode::__funnelshift_r;
 // c + the sum of the four products of the signed bytes of a and b.
 inline int dp4a(uint32_t a, uint32_t b, int c) {
   for (int k = 0; k < 4; ++k) {
@@ -52,6 +56,25 @@ inline int dp4a(uint32_t a, uint32_t b, int c) {
 }
 inline float round_even(float v) { return std::nearbyint(v); }  // default mode: to nearest even
 #endif
+
+// The 4N bytes at a 2-byte-aligned address p as N words, without branches
+// (lanes of a warp meet both alignments, e.g. 34-byte Q8_0 blocks, so a
+// branch on it would run both sides): the N aligned words from the one
+// holding p, then the two bytes at p + 4N - 2, joined by N funnel shifts
+// (by 0 or 16 bits). N + 1 loads; where p is 2 mod 4 the first word holds
+// the two bytes before p too (same aligned word, so inside p's allocation),
+// and nothing past p + 4N is read.
+template <int N>
+COHORT_DECODE void ldg_words(const uint8_t* p, uint32_t (&out)[N]) {
+  const uint32_t shift = 8u * static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) & 2u);  // 0 or 16
+  const uint8_t* base = p - shift / 8;
+  uint32_t v[N + 1];
+  COHORT_UNROLL
+  for (int i = 0; i < N; ++i) v[i] = ldg_word_at(base + 4 * i, p, p + 4 * N);
+  v[N] = ldg_u16(p + 4 * N - 2);  // only used where shift is 16
+  COHORT_UNROLL
+  for (int i = 0; i < N; ++i) out[i] = __funnelshift_r(v[i], v[i + 1], shift);
+}
 
 // --- activations -----------------------------------------------------------
 
@@ -89,7 +112,18 @@ COHORT_DECODE void nibbles(const uint32_t* in, int hi, uint32_t* out) {
   for (int i = 0; i < N; ++i) out[i] = (in[i] >> (4 * hi)) & kLowNibbles;
 }
 
-// --- Q8_0: a unit is one 34-byte block (2-byte aligned, ldg_words_a2) ------
+// The x of a unit of one 32-block (Q8_0, Q4_0, Q4_1): its 32 int8 values
+// and {d, s}.
+struct X32 {
+  uint4 v[2];
+  float2 ds;
+};
+
+COHORT_DECODE X32 load_x32(int64_t u, const int8_t* q, const float2* ds) {
+  return {{ldg_q16(q, kQBlock * u), ldg_q16(q, kQBlock * u + 16)}, ldg(ds + u)};
+}
+
+// --- Q8_0: a unit is one 34-byte block (2-byte aligned, ldg_words) ---------
 // The int8 weights are dp4a operands as they are: 8 dp4a per token, then
 // one F32 FMA with d_w * d_x.
 
@@ -104,15 +138,16 @@ struct Q8_0 {
   static COHORT_DECODE Unit load(const uint8_t* row, int64_t u) {
     const uint8_t* block = row + u * kBlockBytes;
     Unit unit;
-    ldg_words_a2(block + 2, unit.q);
+    ldg_words(block + 2, unit.q);
     unit.d = ldg_half(block);
     return unit;
   }
+  using X = X32;
   static COHORT_DECODE Prep prepare(const Unit& unit, int64_t) { return unit; }
-  static COHORT_DECODE float dot(const Prep& p, int64_t u, const int8_t* q, const float2* ds, float acc) {
-    const int64_t col = kUnitElems * u;
-    const int sum = dot16(p.q + 4, ldg_q16(q, col + 16), dot16(p.q, ldg_q16(q, col), 0));
-    return fmaf(p.d * ldg(ds + u).x, static_cast<float>(sum), acc);  // d_w d_x sum(q_w q_x)
+  static COHORT_DECODE X load_x(int64_t u, const int8_t* q, const float2* ds) { return load_x32(u, q, ds); }
+  static COHORT_DECODE float dot(const Prep& p, const X& x, float acc) {
+    const int sum = dot16(p.q + 4, x.v[1], dot16(p.q, x.v[0], 0));
+    return fmaf(p.d * x.ds.x, static_cast<float>(sum), acc);  // d_w d_x sum(q_w q_x)
   }
 };
 
@@ -128,9 +163,7 @@ struct Q4Prep {
   float d, m;
 };
 
-COHORT_DECODE int q4_sum(const Q4Prep& p, const int8_t* q, int64_t col) {
-  return dot16(p.w + 4, ldg_q16(q, col + 16), dot16(p.w, ldg_q16(q, col), 0));
-}
+COHORT_DECODE int q4_sum(const Q4Prep& p, const X32& x) { return dot16(p.w + 4, x.v[1], dot16(p.w, x.v[0], 0)); }
 
 struct Q4_0 {
   static constexpr int kUnitElems = quant::kQK;
@@ -143,7 +176,7 @@ struct Q4_0 {
   static COHORT_DECODE Unit load(const uint8_t* row, int64_t u) {
     const uint8_t* block = row + u * kBlockBytes;  // 2-byte aligned
     Unit unit;
-    ldg_words_a2(block + 2, unit.q);
+    ldg_words(block + 2, unit.q);
     unit.d = ldg_half(block);
     return unit;
   }
@@ -155,10 +188,10 @@ struct Q4_0 {
     p.m = 0.0f;
     return p;
   }
-  static COHORT_DECODE float dot(const Prep& p, int64_t u, const int8_t* q, const float2* ds, float acc) {
-    const float2 b = ldg(ds + u);
-    const int sum = q4_sum(p, q, kUnitElems * u);
-    return fmaf(p.d, fmaf(b.x, static_cast<float>(sum), -8.0f * b.y), acc);
+  using X = X32;
+  static COHORT_DECODE X load_x(int64_t u, const int8_t* q, const float2* ds) { return load_x32(u, q, ds); }
+  static COHORT_DECODE float dot(const Prep& p, const X& x, float acc) {
+    return fmaf(p.d, fmaf(x.ds.x, static_cast<float>(q4_sum(p, x)), -8.0f * x.ds.y), acc);
   }
 };
 
@@ -183,10 +216,10 @@ struct Q4_1 {
     p.m = half_bits(unit.dm >> 16);
     return p;
   }
-  static COHORT_DECODE float dot(const Prep& p, int64_t u, const int8_t* q, const float2* ds, float acc) {
-    const float2 b = ldg(ds + u);
-    const int sum = q4_sum(p, q, kUnitElems * u);
-    return fmaf(p.d * b.x, static_cast<float>(sum), fmaf(p.m, b.y, acc));
+  using X = X32;
+  static COHORT_DECODE X load_x(int64_t u, const int8_t* q, const float2* ds) { return load_x32(u, q, ds); }
+  static COHORT_DECODE float dot(const Prep& p, const X& x, float acc) {
+    return fmaf(p.d * x.ds.x, static_cast<float>(q4_sum(p, x)), fmaf(p.m, x.ds.y, acc));
   }
 };
 

@@ -60,14 +60,20 @@ struct KQuant {
   static COHORT_DECODE const uint8_t* block(const uint8_t* row, int64_t u) {
     return row + (u / kKQuarters) * kBlockBytes;
   }
-  static COHORT_DECODE float dot(const Prep& p, int64_t u, const int8_t* q, const float2* ds, float acc) {
+  struct X {
+    uint4 v[4];    // columns 64c + 16i
+    float2 ds[2];  // the two 32-blocks
+  };
+  static COHORT_DECODE X load_x(int64_t u, const int8_t* q, const float2* ds) {
     const int64_t col = (u / kKQuarters) * kBlockElems + 64 * quarter(u);
+    return {{ldg_q16(q, col), ldg_q16(q, col + 16), ldg_q16(q, col + 32), ldg_q16(q, col + 48)},
+            {ldg(ds + col / kQBlock), ldg(ds + col / kQBlock + 1)}};
+  }
+  static COHORT_DECODE float dot(const Prep& p, const X& x, float acc) {
     COHORT_UNROLL
     for (int k = 0; k < 2; ++k) {
-      const int64_t c = col + 32 * k;
-      const int sum = dot16(p.w + 8 * k + 4, ldg_q16(q, c + 16), dot16(p.w + 8 * k, ldg_q16(q, c), 0));
-      const float2 b = ldg(ds + c / kQBlock);
-      acc = fmaf(p.dl[k] * b.x, static_cast<float>(sum), fmaf(p.nml[k], b.y, acc));
+      const int sum = dot16(p.w + 8 * k + 4, x.v[2 * k + 1], dot16(p.w + 8 * k, x.v[2 * k], 0));
+      acc = fmaf(p.dl[k] * x.ds[k].x, static_cast<float>(sum), fmaf(p.nml[k], x.ds[k].y, acc));
     }
     return acc;
   }
@@ -149,10 +155,10 @@ struct Q6_K {
     const uint8_t* block = row + (u / kKQuarters) * kBlockBytes;
     const int j = static_cast<int>(u % kKQuarters), h = j / 2, k = j % 2;
     Unit unit;
-    ldg_words_a2(block + 64 * h + 16 * k, unit.ql0);
-    ldg_words_a2(block + 64 * h + 32 + 16 * k, unit.ql1);
-    ldg_words_a2(block + kQh + 32 * h + 16 * k, unit.qh);
-    ldg_words_a2(block + kScales + 8 * h, unit.sc);
+    ldg_words(block + 64 * h + 16 * k, unit.ql0);
+    ldg_words(block + 64 * h + 32 + 16 * k, unit.ql1);
+    ldg_words(block + kQh + 32 * h + 16 * k, unit.qh);
+    ldg_words(block + kScales + 8 * h, unit.sc);
     unit.d = ldg_half(block + kD);
     return unit;
   }
@@ -173,14 +179,25 @@ struct Q6_K {
     }
     return p;
   }
-  static COHORT_DECODE float dot(const Prep& p, int64_t u, const int8_t* q, const float2* ds, float acc) {
+  struct X {
+    uint4 v[4];   // run r: columns base + 32r + [0, 16)
+    float dx[4];  // d of the 32-block of run r
+  };
+  static COHORT_DECODE X load_x(int64_t u, const int8_t* q, const float2* ds) {
     const int j = static_cast<int>(u % kKQuarters);
     const int64_t base = (u / kKQuarters) * kBlockElems + 128 * (j / 2) + 16 * (j % 2);
+    X x;
     COHORT_UNROLL
     for (int r = 0; r < 4; ++r) {
-      const int64_t col = base + 32 * r;
-      const int sum = dot16(p.w + 4 * r, ldg_q16(q, col), 0);
-      acc = fmaf(p.dl[r] * ldg(ds + col / kQBlock).x, static_cast<float>(sum), acc);
+      x.v[r] = ldg_q16(q, base + 32 * r);
+      x.dx[r] = ldg(reinterpret_cast<const float*>(ds + (base + 32 * r) / kQBlock));
+    }
+    return x;
+  }
+  static COHORT_DECODE float dot(const Prep& p, const X& x, float acc) {
+    COHORT_UNROLL
+    for (int r = 0; r < 4; ++r) {
+      acc = fmaf(p.dl[r] * x.dx[r], static_cast<float>(dot16(p.w + 4 * r, x.v[r], 0)), acc);
     }
     return acc;
   }

@@ -73,7 +73,7 @@ void check(TensorType type, int64_t n_in, uint32_t seed) {
   for (int64_t o = 0; o < n_out; ++o) {
     const uint8_t* row = w.bytes.data() + o * row_bytes;
     float acc = 0.0f;
-    for (int64_t u = 0; u < n_in / D::kUnitElems; ++u) acc = D::dot(D::prepare(D::load(row, u), u), u, q, ds.data(), acc);
+    for (int64_t u = 0; u < n_in / D::kUnitElems; ++u) acc = D::dot(D::prepare(D::load(row, u), u), D::load_x(u, q, ds.data()), acc);
     got[static_cast<size_t>(o)] = acc;
   }
   const double err = cuda::testing::relative_l2(got.data(), want.data(), got.size());

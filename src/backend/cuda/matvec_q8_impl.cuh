@@ -4,7 +4,8 @@
 // bytes). The next units are loaded before the current ones are used, so
 // two units per row and lane are in flight. Each unit is unpacked to int8
 // words once (prepare) and multiplied with every token's int8 x by dp4a
-// (dot), so W is read once for all NT <= 8 tokens. The 32 partial sums of a
+// (dot; x loaded once per token for the R rows), so W is read once for all
+// NT <= 8 tokens. The 32 partial sums of a
 // row are added by warp shuffles.
 #pragma once
 
@@ -42,16 +43,20 @@ __device__ __forceinline__ void load_units(const uint8_t* const (&wrow)[R], int6
   }
 }
 
-// acc[r][t] += unit u of row r times token t.
+// acc[r][t] += unit u of row r times token t. The units are unpacked
+// first; each token's x is then loaded once and used for all R rows.
 template <typename D, int NT, int R>
 __device__ __forceinline__ void accumulate(const typename D::Unit (&units)[R], int64_t u,
                                            const int8_t* __restrict__ q, const float2* __restrict__ ds,
                                            int64_t n_in, float (&acc)[R][NT]) {
+  typename D::Prep p[R];
 #pragma unroll
-  for (int r = 0; r < R; ++r) {
-    const typename D::Prep p = D::prepare(units[r], u);
+  for (int r = 0; r < R; ++r) p[r] = D::prepare(units[r], u);
 #pragma unroll
-    for (int t = 0; t < NT; ++t) acc[r][t] = D::dot(p, u, q + t * n_in, ds + t * (n_in / kQBlock), acc[r][t]);
+  for (int t = 0; t < NT; ++t) {
+    const typename D::X x = D::load_x(u, q + t * n_in, ds + t * (n_in / kQBlock));
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r][t] = D::dot(p[r], x, acc[r][t]);
   }
 }
 
