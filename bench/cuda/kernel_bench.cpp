@@ -5,6 +5,9 @@
 //   {"op":"matvec", ...}   every weight type on the llama3-8b shapes, n_tok
 //                          1 and 8: GB/s of weight bytes and the fraction of
 //                          the copy ceiling
+//   {"op":"matvec_q8", ...} the same for the int8-activation kernels
+//                          (matvec_q8.h), activations already quantized
+//   {"op":"quantize_activations", ...}  their quantizer, n_in 4096 and 14336
 //   {"op":"gemm", ...}     the prefill matmul (gemm.h): the BF16 cuBLAS
 //                          ceiling on a square 8192 product, then each type
 //                          on llama3-8b FFN shapes at 512 tokens (dequantization
@@ -31,6 +34,7 @@
 #include "backend/cuda/elementwise.h"
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/matvec.h"
+#include "backend/cuda/matvec_q8.h"
 #include "backend/cuda/prefill_attention.h"
 #include "common/error.h"
 #include "gguf/tensor_type.h"
@@ -112,6 +116,41 @@ void bench_matvec(gguf::TensorType type, int64_t n_in, int64_t n_out, double cei
                 "\"us\":%.2f,\"gbps\":%.1f,\"fraction_of_copy\":%.3f}\n",
                 std::string(gguf::type_name(type)).c_str(), static_cast<long long>(n_in), static_cast<long long>(n_out),
                 static_cast<long long>(n_tok), w_bytes, s * 1e6, gbps, gbps / ceiling);
+  }
+}
+
+// As bench_matvec with matvec_q8 on activations quantized beforehand.
+void bench_matvec_q8(gguf::TensorType type, int64_t n_in, int64_t n_out, double ceiling) {
+  const size_t w_bytes = gguf::row_bytes(type, n_in) * static_cast<size_t>(n_out);
+  const int copies = copies_for(w_bytes);
+  const size_t stride = (w_bytes + 255) / 256 * 256;
+  Bytes w(stride * static_cast<size_t>(copies));
+  CUDA_CHECK(cudaMemset(w.as<void>(), 0x3C, w.size()));
+  Bytes x(8 * static_cast<size_t>(n_in) * 2), y(8 * static_cast<size_t>(n_out) * 4);
+  Bytes xq(q8_activation_bytes(8, n_in));
+  CUDA_CHECK(cudaMemset(x.as<void>(), 0x3C, x.size()));
+  for (int64_t n_tok : {1, 8}) {
+    quantize_activations(x.as<__nv_bfloat16>(), n_tok, n_in, xq.as<void>(), nullptr);
+    const double s = time_launches([&](int i) {
+      matvec_q8(type, w.as<char>() + stride * static_cast<size_t>(i % copies), xq.as<void>(), y.as<void>(),
+                OutType::bf16, n_tok, n_in, n_out, nullptr);
+    });
+    const double gbps = static_cast<double>(w_bytes) / s / 1e9;
+    std::printf("{\"op\":\"matvec_q8\",\"type\":\"%s\",\"n_in\":%lld,\"n_out\":%lld,\"n_tok\":%lld,"
+                "\"weight_bytes\":%zu,\"us\":%.2f,\"gbps\":%.1f,\"fraction_of_copy\":%.3f}\n",
+                std::string(gguf::type_name(type)).c_str(), static_cast<long long>(n_in), static_cast<long long>(n_out),
+                static_cast<long long>(n_tok), w_bytes, s * 1e6, gbps, gbps / ceiling);
+  }
+}
+
+void bench_quantize_activations(int64_t n_in) {
+  Bytes x(8 * static_cast<size_t>(n_in) * 2), xq(q8_activation_bytes(8, n_in));
+  CUDA_CHECK(cudaMemset(x.as<void>(), 0x3C, x.size()));
+  for (int64_t n_tok : {1, 8}) {
+    const double s = time_launches(
+        [&](int) { quantize_activations(x.as<__nv_bfloat16>(), n_tok, n_in, xq.as<void>(), nullptr); });
+    std::printf("{\"op\":\"quantize_activations\",\"n_in\":%lld,\"n_tok\":%lld,\"us\":%.2f}\n",
+                static_cast<long long>(n_in), static_cast<long long>(n_tok), s * 1e6);
   }
 }
 
@@ -249,6 +288,13 @@ int run() {
     bench_matvec(type, 4096, 14336, ceiling);
     bench_matvec(type, 14336, 4096, ceiling);
   }
+  for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_1, TensorType::Q4_K, TensorType::Q5_K,
+                          TensorType::Q6_K}) {
+    bench_matvec_q8(type, 4096, 4096, ceiling);
+    bench_matvec_q8(type, 4096, 14336, ceiling);
+    bench_matvec_q8(type, 14336, 4096, ceiling);
+  }
+  for (int64_t n_in : {4096, 14336}) bench_quantize_activations(n_in);
   bench_gemm(TensorType::BF16, 8192, 8192, 8192);
   for (TensorType type : {TensorType::BF16, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
     bench_gemm(type, 14336, 4096, 512);

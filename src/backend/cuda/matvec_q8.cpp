@@ -1,0 +1,119 @@
+#include "backend/cuda/matvec_q8.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string_view>
+
+#include "backend/cuda/matvec_q8_decode.cuh"
+#include "backend/cuda/matvec_q8_kernels.h"
+#include "common/error.h"
+#include "common/half.h"
+
+namespace cohort::cuda {
+namespace kernels {
+
+MatvecQ8Launcher matvec_q8_launcher(gguf::TensorType type) {
+  using gguf::TensorType;
+  switch (type) {
+    case TensorType::Q8_0: return matvec_q8_q8_0;
+    case TensorType::Q4_0: return matvec_q8_q4_0;
+    case TensorType::Q4_1: return matvec_q8_q4_1;
+    case TensorType::Q4_K: return matvec_q8_q4_k;
+    case TensorType::Q5_K: return matvec_q8_q5_k;
+    case TensorType::Q6_K: return matvec_q8_q6_k;
+    default: return nullptr;
+  }
+}
+
+}  // namespace kernels
+
+namespace {
+
+constexpr int64_t kQBlock = kernels::matvec_q8::kQBlock;
+
+// The alignment the decoder of `type` loads its rows with (matvec_q8_decode*.cuh).
+uintptr_t weight_alignment(gguf::TensorType type) {
+  using gguf::TensorType;
+  switch (type) {
+    case TensorType::Q4_K:
+    case TensorType::Q5_K: return 16;
+    case TensorType::Q4_1: return 4;
+    default: return 2;
+  }
+}
+
+bool aligned(const void* p, uintptr_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
+
+void check_activation_shape(int64_t n_tok, int64_t n_in) {
+  if (n_in <= 0 || n_in % kQBlock != 0) fail("cuda: q8 activations n_in {} is not a positive multiple of 32", n_in);
+  if (n_tok < 0) fail("cuda: q8 activations with negative n_tok {}", n_tok);
+}
+
+}  // namespace
+
+size_t q8_activation_bytes(int64_t n_tok, int64_t n_in) {
+  check_activation_shape(n_tok, n_in);
+  return static_cast<size_t>(n_tok * n_in) + static_cast<size_t>(n_tok * (n_in / kQBlock)) * sizeof(float2);
+}
+
+void quantize_activations(const __nv_bfloat16* x, int64_t n_tok, int64_t n_in, void* xq, cudaStream_t stream) {
+  check_activation_shape(n_tok, n_in);
+  if (n_tok == 0) return;
+  if (!aligned(x, 16) || !aligned(xq, 16)) fail("cuda: quantize_activations needs 16-byte aligned x and xq");
+  auto* q = static_cast<int8_t*>(xq);
+  kernels::quantize_activations_q8(x, n_tok, n_in, q, reinterpret_cast<float2*>(q + n_tok * n_in), stream);
+}
+
+void quantize_activations_host(const uint16_t* x, int64_t n_tok, int64_t n_in, void* xq) {
+  namespace mq = kernels::matvec_q8;
+  check_activation_shape(n_tok, n_in);
+  auto* q = static_cast<int8_t*>(xq);
+  auto* ds = reinterpret_cast<float2*>(q + n_tok * n_in);
+  for (int64_t b = 0; b < n_tok * n_in / kQBlock; ++b) {
+    float v[kQBlock], amax = 0.0f;
+    for (int64_t i = 0; i < kQBlock; ++i) {
+      v[i] = bf16_to_f32(x[b * kQBlock + i]);
+      amax = std::max(amax, std::fabs(v[i]));
+    }
+    const float inv = mq::block_inv(amax);
+    int sum = 0;
+    for (int64_t i = 0; i < kQBlock; ++i) {
+      const int qi = mq::quantize_one(v[i], inv);
+      q[b * kQBlock + i] = static_cast<int8_t>(qi);
+      sum += qi;
+    }
+    const float2 d = mq::block_ds(amax, sum);
+    std::memcpy(ds + b, &d, sizeof d);
+  }
+}
+
+bool can_matvec_q8(gguf::TensorType type) { return kernels::matvec_q8_launcher(type) != nullptr; }
+
+void matvec_q8(gguf::TensorType type, const void* w, const void* xq, void* y, OutType out, int64_t n_tok,
+               int64_t n_in, int64_t n_out, cudaStream_t stream) {
+  const kernels::MatvecQ8Launcher run = kernels::matvec_q8_launcher(type);
+  const std::string_view name = gguf::type_name(type);
+  if (run == nullptr) fail("cuda: matvec_q8 with weights of type {} is not supported", name);
+  const int64_t block = gguf::traits(type).block_size;
+  if (n_in <= 0 || n_in % block != 0) {
+    fail("cuda: matvec_q8 n_in {} with weights of type {} is not a positive multiple of {}", n_in, name, block);
+  }
+  if (n_tok < 0 || n_out < 0) fail("cuda: matvec_q8 with negative n_tok {} or n_out {}", n_tok, n_out);
+  if (n_tok == 0 || n_out == 0) return;
+  const size_t y_size = out == OutType::f32 ? 4 : 2;
+  if (!aligned(xq, 16) || !aligned(w, weight_alignment(type)) || !aligned(y, y_size)) {
+    fail("cuda: matvec_q8 pointers misaligned (xq needs 16 bytes, {} weights {}, y {})", name,
+         weight_alignment(type), y_size);
+  }
+  const auto* q = static_cast<const int8_t*>(xq);
+  const auto* ds = reinterpret_cast<const float2*>(q + n_tok * n_in);
+  const int64_t nb = n_in / kQBlock;
+  for (int64_t t0 = 0; t0 < n_tok; t0 += kernels::kMatvecQ8MaxTokens) {
+    const auto n = static_cast<int>(std::min<int64_t>(kernels::kMatvecQ8MaxTokens, n_tok - t0));
+    run(w, q + t0 * n_in, ds + t0 * nb, static_cast<char*>(y) + static_cast<size_t>(t0 * n_out) * y_size,
+        out == OutType::f32, n, n_in, n_out, stream);
+  }
+}
+
+}  // namespace cohort::cuda

@@ -1,0 +1,78 @@
+// Shared by the int8 matvec tests: quantized weights, quantized activations
+// and their F64 references, all on the host.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <vector_types.h>
+
+#include "backend/cuda/kernel_test_util.h"
+#include "backend/cuda/matvec_q8.h"
+#include "gguf/tensor_type.h"
+#include "quant/quant.h"
+
+namespace cohort::cuda::testing {
+
+struct QuantWeights {
+  std::vector<uint8_t> bytes;  // the GGUF rows, made by the project's quantizer
+  std::vector<float> values;   // what the CPU dequantizer makes of them
+};
+
+// n_out rows of n_in normal values in `type`.
+inline QuantWeights quant_weights(gguf::TensorType type, int64_t n_in, int64_t n_out, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> f(static_cast<size_t>(n_in * n_out));
+  for (float& v : f) v = normal(rng);
+  QuantWeights w;
+  const size_t row = gguf::row_bytes(type, n_in);
+  w.bytes.resize(row * static_cast<size_t>(n_out));
+  w.values.resize(f.size());
+  parallel_ranges(n_out, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      quant::quantize(type, f.data() + r * n_in, w.bytes.data() + r * row, n_in);
+      quant::dequantize(type, w.bytes.data() + r * row, w.values.data() + r * n_in, n_in);
+    }
+  });
+  return w;
+}
+
+// quantize_activations_host of BF16 bits: the bytes and the values d * q.
+struct QuantActivations {
+  std::vector<uint8_t> bytes;  // the xq layout of matvec_q8.h
+  std::vector<float> values;   // [n_tok, n_in], d * q
+};
+
+inline QuantActivations quant_activations(const std::vector<uint16_t>& x, int64_t n_tok, int64_t n_in) {
+  QuantActivations a{std::vector<uint8_t>(q8_activation_bytes(n_tok, n_in)),
+                     std::vector<float>(static_cast<size_t>(n_tok * n_in))};
+  quantize_activations_host(x.data(), n_tok, n_in, a.bytes.data());
+  const auto* q = reinterpret_cast<const int8_t*>(a.bytes.data());
+  const uint8_t* ds = a.bytes.data() + n_tok * n_in;
+  for (int64_t i = 0; i < n_tok * n_in; ++i) {
+    float2 b;
+    std::memcpy(&b, ds + (i / 32) * sizeof(float2), sizeof b);
+    a.values[static_cast<size_t>(i)] = b.x * q[i];
+  }
+  return a;
+}
+
+// [n_tok, n_out] = x · Wᵀ in F64.
+inline std::vector<double> reference_f64(const std::vector<float>& w, const std::vector<float>& x, int64_t n_tok,
+                                         int64_t n_in, int64_t n_out) {
+  std::vector<double> y(static_cast<size_t>(n_tok * n_out));
+  parallel_ranges(n_out, [&](int64_t o0, int64_t o1) {
+    for (int64_t o = o0; o < o1; ++o) {
+      for (int64_t t = 0; t < n_tok; ++t) {
+        double s = 0.0;
+        for (int64_t i = 0; i < n_in; ++i) s += static_cast<double>(w[o * n_in + i]) * x[t * n_in + i];
+        y[static_cast<size_t>(t * n_out + o)] = s;
+      }
+    }
+  });
+  return y;
+}
+
+}  // namespace cohort::cuda::testing
