@@ -1,9 +1,11 @@
 // Decode matvec with int8 activations: x is quantized to int8 in blocks of
 // 32 (quantize_activations), then every weight block is multiplied with
 // __dp4a (four int8 products and their sum in one instruction) and the
-// block scales are applied once per 32 (16 for Q6_K) products in F32. About
-// a tenth of the instructions per weight of matvec.h's F32 decoding, so the
-// quantized types can run at the memory bandwidth.
+// block scales are applied once per 32 (16 for Q6_K) products in F32. At
+// one token that is about 1.2 (Q8_0) to 3 (Q6_K) instructions per weight
+// instead of matvec.h's ~8 (decode to F32, FMA with BF16), and each extra
+// token adds ~0.5 per weight (a quarter dp4a, its share of the x loads and
+// the scale FMAs) rather than ~2.
 //
 // xq layout, for n_tok rows of n_in (n_in a multiple of 32), nb = n_in / 32:
 //   bytes [0, n_tok * n_in)       int8 q: row t at t * n_in, column c at +c

@@ -40,8 +40,10 @@ struct KPrep {
 // bits 4-5 from the top two bits of bytes 0-3 / 4-7. Both quads are built
 // as words of four bytes and the pair picked by shifts.
 COHORT_DECODE void k_scales(const uint4& head, int c, KPrep& p) {
-  const uint32_t sc = c < 2 ? head.y & 0x3F3F3F3Fu : (head.w & kLowNibbles) | ((head.y >> 2) & 0x30303030u);
-  const uint32_t m = c < 2 ? head.z & 0x3F3F3F3Fu : ((head.w >> 4) & kLowNibbles) | ((head.z >> 2) & 0x30303030u);
+  const uint32_t sc_lo = head.y & 0x3F3F3F3Fu, m_lo = head.z & 0x3F3F3F3Fu;
+  const uint32_t sc_hi = (head.w & kLowNibbles) | ((head.y >> 2) & 0x30303030u);
+  const uint32_t m_hi = ((head.w >> 4) & kLowNibbles) | ((head.z >> 2) & 0x30303030u);
+  const uint32_t sc = c < 2 ? sc_lo : sc_hi, m = c < 2 ? m_lo : m_hi;  // selects of computed words
   const int shift = 16 * (c & 1);
   const float d = half_bits(head.x), dmin = half_bits(head.x >> 16);
   COHORT_UNROLL
