@@ -12,6 +12,7 @@
 #include "backend/cuda/dequantize.h"
 #include "backend/cuda/elementwise.h"
 #include "backend/cuda/matvec.h"
+#include "backend/cuda/matvec_q8.h"
 #include "common/error.h"
 
 namespace cohort::cuda {
@@ -81,7 +82,7 @@ CudaBackend::CudaBackend(const backend::BackendOptions& options, const backend::
   const int64_t gemm_scratch = std::min(kGemmScratchElems, limits.max_row * limits.max_out);
   scratch_bytes_ = static_cast<size_t>(limits.n_max_tok * limits.max_out) * sizeof(float) +
                    decode_attention_workspace_bytes(attention_rows_, limits.n_head, limits.head_dim, limits.n_max_ctx) +
-                   static_cast<size_t>(gemm_scratch) * 2;
+                   static_cast<size_t>(gemm_scratch) * 2 + q8_activation_bytes(kMatvecQ8MaxTokens, limits.max_row);
   require_room(2 * layer * static_cast<size_t>(kv.n_layer) * sizeof(__half), scratch_bytes_);
   kv_ = DeviceBuffer<__half>(2 * layer * static_cast<size_t>(kv.n_layer));
   CUDA_CHECK(cudaMemsetAsync(kv_.data(), 0, kv_bytes(), stream_));
@@ -89,6 +90,7 @@ CudaBackend::CudaBackend(const backend::BackendOptions& options, const backend::
   attention_ws_ = DeviceBuffer<uint8_t>(
       decode_attention_workspace_bytes(attention_rows_, limits.n_head, limits.head_dim, limits.n_max_ctx));
   gemm_ = std::make_unique<Gemm>(stream_, gemm_scratch);
+  quantized_ = DeviceBuffer<uint8_t>(q8_activation_bytes(kMatvecQ8MaxTokens, limits.max_row));
 }
 
 CudaBackend::~CudaBackend() {
@@ -200,12 +202,14 @@ KvCacheView CudaBackend::kv_layer(int layer) {
 void CudaBackend::begin_step(const backend::StepInput& in) {
   CUDA_CHECK(cudaSetDevice(device_index_));  // the thread that drives the backend may have changed
   flush_add();  // the last add of a step without logits
+  invalidate_quantized();
   step_.upload(in, stream_);
   graphs_.begin({in.n_tok, in.n_logits(), static_cast<int32_t>(step_.table_width())}, stream_);
 }
 
 void CudaBackend::get_rows(ConstTensorView table, std::span<const int32_t> ids, TensorView out) {
   if (replaying()) return;
+  invalidate_quantized();
   flush_add();
   cuda::get_rows(table.type, on_device(table), table.row_bytes, step_.device(ids),
                  static_cast<int64_t>(ids.size()), table.n_cols, bf16(out, "get_rows"), out.n_cols, stream_);
@@ -213,6 +217,7 @@ void CudaBackend::get_rows(ConstTensorView table, std::span<const int32_t> ids, 
 
 void CudaBackend::rms_norm(ConstTensorView x, ConstTensorView weight, float eps, TensorView y) {
   if (replaying()) return;
+  invalidate_quantized();
   auto* xp = const_cast<__nv_bfloat16*>(bf16(x, "rms_norm"));
   __nv_bfloat16* yp = bf16(y, "rms_norm");
   const __nv_bfloat16* residual = nullptr;
@@ -239,12 +244,15 @@ void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
     const OutType type = to_host ? OutType::f32 : OutType::bf16;
     const __nv_bfloat16* in = bf16(x, "matmul");
     const bool gemm_bf16 = w.type == TensorType::BF16 && x.n_rows >= kGemmMinTokensBf16;
-    if (x.n_rows <= kMatvecMaxTokens && !gemm_bf16) {
+    if (can_matvec_q8(w.type) && x.n_rows <= kMatvecQ8MaxTokens) {
+      matvec_q8(w.type, on_device(w), quantized(x), out, type, x.n_rows, w.n_cols, w.n_rows, stream_);
+    } else if (x.n_rows <= kMatvecMaxTokens && !gemm_bf16) {
       matvec(w.type, on_device(w), in, out, type, x.n_rows, w.n_cols, w.n_rows, stream_);
     } else {
       gemm_->run(w.type, on_device(w), w.n_rows, w.n_cols, in, x.n_rows, out, type);
     }
   }
+  if (y.data == quantized_of_) invalidate_quantized();
   if (to_host) {
     graphs_.launch(stream_);  // the step's kernels, if it is graphed
     CUDA_CHECK(cudaMemcpyAsync(y.data, logits_.data(), static_cast<size_t>(y.n_rows * y.n_cols) * 4,
@@ -255,12 +263,23 @@ void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
 
 void CudaBackend::add(TensorView x, ConstTensorView y) {
   if (replaying()) return;
+  invalidate_quantized();
   flush_add();
   if (y.type == TensorType::F32) {
     add_row(bf16(x, "add"), f32_on_device(y), x.n_rows, x.n_cols, stream_);
   } else {
     pending_ = {bf16(x, "add"), bf16(y, "add"), x.n_rows, x.n_cols};
   }
+}
+
+const void* CudaBackend::quantized(ConstTensorView x) {
+  if (quantized_of_ != x.data || quantized_rows_ != x.n_rows || quantized_cols_ != x.n_cols) {
+    quantize_activations(bf16(x, "matmul"), x.n_rows, x.n_cols, quantized_.data(), stream_);
+    quantized_of_ = x.data;
+    quantized_rows_ = x.n_rows;
+    quantized_cols_ = x.n_cols;
+  }
+  return quantized_.data();
 }
 
 void CudaBackend::flush_add() {
@@ -271,6 +290,7 @@ void CudaBackend::flush_add() {
 
 void CudaBackend::silu_mul(ConstTensorView gate, ConstTensorView up, TensorView y) {
   if (replaying()) return;
+  invalidate_quantized();
   flush_add();
   cuda::silu_mul(bf16(gate, "silu_mul"), bf16(up, "silu_mul"), bf16(y, "silu_mul"), gate.n_rows * gate.n_cols,
                  stream_);
@@ -278,6 +298,7 @@ void CudaBackend::silu_mul(ConstTensorView gate, ConstTensorView up, TensorView 
 
 void CudaBackend::rope(const backend::RopeParams& p, TensorView x, int64_t n_heads, const backend::StepInput& in) {
   if (replaying()) return;
+  invalidate_quantized();
   flush_add();
   RopeConfig c;
   c.n_rot = p.n_rot;
@@ -306,6 +327,7 @@ void CudaBackend::store_kv(int layer, ConstTensorView k, ConstTensorView v, cons
 void CudaBackend::attention(int layer, ConstTensorView q, int64_t n_head, TensorView out,
                             const backend::StepInput& in) {
   if (replaying()) return;
+  invalidate_quantized();
   flush_add();
   const int64_t d = limits_.head_dim, row = n_head * d;
   const int64_t max_ctx = std::min(step_.table_width() * kKvBlockSize, limits_.n_max_ctx);

@@ -17,6 +17,10 @@
 // (step_graphs.h): while a graph replays, the ops enqueue nothing and the
 // logits matmul launches the graph.
 //
+// The int8 activations of the quantized matvec are made once per input: the
+// q, k and v projections (and gate and up) share one quantization of their
+// input, until an op writes activations again.
+//
 // Fusion: a residual add (x += y) waits until the next op; if that op is the
 // RMS norm of x, the two run as one kernel (the norm's fused residual), as
 // they do at every block boundary of the forward. Any other op launches the
@@ -48,6 +52,10 @@ namespace cohort::cuda {
 // place at a higher rate than the 8-token matvec (24-38% of the copy rate).
 inline constexpr int64_t kMatvecMaxTokens = 8;
 inline constexpr int64_t kGemmMinTokensBf16 = 4;
+// The quantized types take the int8-activation matvec (matvec_q8.h) up to
+// this many tokens (8 a pass over the weights): past it, dequantizing to
+// BF16 once for cuBLAS moves fewer bytes.
+inline constexpr int64_t kMatvecQ8MaxTokens = 16;
 
 class CudaBackend final : public backend::Backend {
  public:
@@ -93,6 +101,9 @@ class CudaBackend final : public backend::Backend {
   bool replaying() const { return graphs_.mode() == StepGraphs::Mode::replay; }
   // Launches a waiting residual add. Every op but rms_norm calls it first.
   void flush_add();
+  // x quantized for matvec_q8, made once until invalidate_quantized().
+  const void* quantized(backend::ConstTensorView x);
+  void invalidate_quantized() { quantized_of_ = nullptr; }
 
   int device_index_;
   backend::BackendLimits limits_;
@@ -106,6 +117,9 @@ class CudaBackend final : public backend::Backend {
   DeviceBuffer<uint8_t> attention_ws_;  // split partials of attention_rows_ queries
   int64_t attention_rows_ = 0;
   std::unique_ptr<Gemm> gemm_;
+  DeviceBuffer<uint8_t> quantized_;  // int8 activations of kMatvecQ8MaxTokens rows
+  const void* quantized_of_ = nullptr;  // the activation they were made from, or null
+  int64_t quantized_rows_ = 0, quantized_cols_ = 0;
   size_t scratch_bytes_ = 0;  // logits, attention and GEMM scratch, step buffers
   size_t allocated_ = 0;      // bytes handed out by alloc()
   StepGraphs graphs_;
