@@ -66,7 +66,7 @@ m="$WORK/smollm-q4_1.gguf"
 "$BIN/cohort" perplexity -m "$m" -f "$WORK/text.txt" -c 512 --chunks 4 --device cpu --exact \
   --save-logits "$WORK/base.bin" >"$LOGS/perplexity-cpu.txt" 2>&1 || failed+=("perplexity on the CPU")
 "$BIN/cohort" perplexity -m "$m" -f "$WORK/text.txt" -c 512 --chunks 4 --device cuda0 \
-  --kl-divergence-base "$WORK/base.bin" >"$LOGS/perplexity-gpu.txt" 2>&1 || failed+=("perplexity on the GPU")
+  --kl-divergence-base "$WORK/base.bin" --kl-divergence >"$LOGS/perplexity-gpu.txt" 2>&1 || failed+=("perplexity on the GPU")
 grep -h "Final estimate" "$LOGS/perplexity-cpu.txt" "$LOGS/perplexity-gpu.txt" || true
 grep -h "KLD\|Same top" "$LOGS/perplexity-gpu.txt" || true
 python3 - "$LOGS/perplexity-cpu.txt" "$LOGS/perplexity-gpu.txt" <<'PY' || failed+=("perplexity within 1%")

@@ -30,8 +30,12 @@ constexpr int64_t kMaxTok = 11;
 // d = max|x| / 127 ~ 2.4 sigma / 127 for blocks of 32 normal values, i.e.
 // ~0.55% of sigma; errors of independent elements add in quadrature like
 // the products do, so the relative L2 error of y is ~5.5e-3 (with BF16
-// output rounding, 1.6e-3 RMS, ~5.7e-3). 1e-2 leaves ~1.8x.
+// output rounding, 1.6e-3 RMS, ~5.7e-3). 1e-2 leaves ~1.8x. That is a
+// statistic over many outputs: with fewer than kMinOutputsX values (the
+// 256->1 shape at few tokens) one dot product's rounding dominates (1.2-1.9e-2
+// measured on an H200), so those are held only to the d * q reference.
 constexpr double kTolX = 1e-2;
+constexpr size_t kMinOutputsX = 32;
 // Against the F64 product of the same quantized activations (d * q): only
 // F32 rounding (scale products, sums) remains, as matvec_test's tolerances.
 constexpr double kTolF32 = 3e-5;
@@ -48,8 +52,9 @@ void compare(const std::string& what, const std::vector<float>& got, const std::
   const double eq = testing::relative_l2(got.data(), want.data(), got.size());
   const double ex = testing::relative_l2(got.data(), want_x.data(), got.size());
   testing::report(what + " vs d*q", eq, tol_q);
-  testing::report(what + " vs x", ex, kTolX);
   EXPECT_TRUE(within(eq, tol_q)) << what << " vs quantized x: " << eq;
+  if (got.size() < kMinOutputsX) return;
+  testing::report(what + " vs x", ex, kTolX);
   EXPECT_TRUE(within(ex, kTolX)) << what << " vs x: " << ex;
 }
 
