@@ -20,6 +20,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/matvec_decode.cuh"
 #include "backend/cuda/matvec_kernels.h"
+#include "backend/cuda/matvec_rows.cuh"
 
 namespace cohort::cuda::kernels::matvec_impl {
 
@@ -57,15 +58,6 @@ __device__ __forceinline__ float dot8(const float* w, uint4 x, float acc) {
     acc = fmaf(w[2 * i + 1], __uint_as_float(v[i] & 0xFFFF0000u), acc);
   }
   return acc;
-}
-
-template <typename OutT>
-__device__ __forceinline__ void store(OutT* y, float v);
-template <>
-__device__ __forceinline__ void store<float>(float* y, float v) { *y = v; }
-template <>
-__device__ __forceinline__ void store<__nv_bfloat16>(__nv_bfloat16* y, float v) {
-  *y = __float2bfloat16_rn(v);
 }
 
 // --- the kernel ------------------------------------------------------------
@@ -148,25 +140,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
       for (int r = 0; r < R; ++r) cur[a][r] = next[a][r];
     }
   }
-  // Stage 3: the 32 partial sums of each row and token, by shuffles; lane
-  // r * NT + t stores row r, token t.
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-#pragma unroll
-      for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-        acc[r][t] += __shfl_xor_sync(0xFFFFFFFFu, acc[r][t], offset);
-      }
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      if (lane == r * NT + t && row0 + r < n_out) store(y + t * n_out + row0 + r, acc[r][t]);
-    }
-  }
+  // Stage 3: the 32 partial sums of each row and token, by shuffles.
+  reduce_and_store<R, NT>(acc, lane, row0, n_out, y);
 }
 
 template <typename D, int NT>

@@ -16,6 +16,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/matvec_q8_decode.cuh"
 #include "backend/cuda/matvec_q8_kernels.h"
+#include "backend/cuda/matvec_rows.cuh"
 
 namespace cohort::cuda::kernels::matvec_q8 {
 
@@ -24,15 +25,6 @@ inline constexpr int kWarp = 32;
 // Rows per warp: 2 up to 4 tokens (two rows' units in flight per lane), 1
 // beyond (registers: the accumulators grow with the tokens).
 constexpr int rows_per_warp(int n_tok) { return n_tok > 4 ? 1 : 2; }
-
-template <typename OutT>
-__device__ __forceinline__ void store(OutT* y, float v);
-template <>
-__device__ __forceinline__ void store<float>(float* y, float v) { *y = v; }
-template <>
-__device__ __forceinline__ void store<__nv_bfloat16>(__nv_bfloat16* y, float v) {
-  *y = __float2bfloat16_rn(v);
-}
 
 template <typename D, int R>
 __device__ __forceinline__ void load_units(const uint8_t* const (&wrow)[R], int64_t u, int64_t n_units,
@@ -89,24 +81,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
 #pragma unroll
     for (int r = 0; r < R; ++r) cur[r] = next[r];
   }
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-#pragma unroll
-      for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-        acc[r][t] += __shfl_xor_sync(0xFFFFFFFFu, acc[r][t], offset);
-      }
-    }
-  }
-  // Lane r * NT + t stores row r, token t.
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      if (lane == r * NT + t && row0 + r < n_out) store(y + t * n_out + row0 + r, acc[r][t]);
-    }
-  }
+  reduce_and_store<R, NT>(acc, lane, row0, n_out, y);
 }
 
 template <typename D, int NT>
