@@ -80,15 +80,15 @@ CudaBackend::CudaBackend(const backend::BackendOptions& options, const backend::
   const size_t layer = static_cast<size_t>(kv.n_blocks) * kv.block_size * kv.n_head_kv * kv.head_dim;
   attention_rows_ = attention_rows(limits);
   const int64_t gemm_scratch = std::min(kGemmScratchElems, limits.max_row * limits.max_out);
-  scratch_bytes_ = static_cast<size_t>(limits.n_max_tok * limits.max_out) * sizeof(float) +
-                   decode_attention_workspace_bytes(attention_rows_, limits.n_head, limits.head_dim, limits.n_max_ctx) +
+  const size_t attention_bytes =
+      decode_attention_workspace_bytes(attention_rows_, limits.n_head, limits.head_dim, limits.n_max_ctx);
+  scratch_bytes_ = static_cast<size_t>(limits.n_max_tok * limits.max_out) * sizeof(float) + attention_bytes +
                    static_cast<size_t>(gemm_scratch) * 2 + q8_activation_bytes(kMatvecQ8MaxTokens, limits.max_row);
   require_room(2 * layer * static_cast<size_t>(kv.n_layer) * sizeof(__half), scratch_bytes_);
   kv_ = DeviceBuffer<__half>(2 * layer * static_cast<size_t>(kv.n_layer));
   CUDA_CHECK(cudaMemsetAsync(kv_.data(), 0, kv_bytes(), stream_));
   logits_ = DeviceBuffer<float>(static_cast<size_t>(limits.n_max_tok * limits.max_out));
-  attention_ws_ = DeviceBuffer<uint8_t>(
-      decode_attention_workspace_bytes(attention_rows_, limits.n_head, limits.head_dim, limits.n_max_ctx));
+  attention_ws_ = DeviceBuffer<uint8_t>(attention_bytes);
   gemm_ = std::make_unique<Gemm>(stream_, gemm_scratch);
   quantized_ = DeviceBuffer<uint8_t>(q8_activation_bytes(kMatvecQ8MaxTokens, limits.max_row));
 }
@@ -208,9 +208,7 @@ void CudaBackend::begin_step(const backend::StepInput& in) {
 }
 
 void CudaBackend::get_rows(ConstTensorView table, std::span<const int32_t> ids, TensorView out) {
-  if (replaying()) return;
-  invalidate_quantized();
-  flush_add();
+  if (!begin_op()) return;
   cuda::get_rows(table.type, on_device(table), table.row_bytes, step_.device(ids),
                  static_cast<int64_t>(ids.size()), table.n_cols, bf16(out, "get_rows"), out.n_cols, stream_);
 }
@@ -262,14 +260,19 @@ void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
 }
 
 void CudaBackend::add(TensorView x, ConstTensorView y) {
-  if (replaying()) return;
-  invalidate_quantized();
-  flush_add();
+  if (!begin_op()) return;
   if (y.type == TensorType::F32) {
     add_row(bf16(x, "add"), f32_on_device(y), x.n_rows, x.n_cols, stream_);
   } else {
     pending_ = {bf16(x, "add"), bf16(y, "add"), x.n_rows, x.n_cols};
   }
+}
+
+bool CudaBackend::begin_op() {
+  if (replaying()) return false;
+  invalidate_quantized();
+  flush_add();
+  return true;
 }
 
 const void* CudaBackend::quantized(ConstTensorView x) {
@@ -289,17 +292,13 @@ void CudaBackend::flush_add() {
 }
 
 void CudaBackend::silu_mul(ConstTensorView gate, ConstTensorView up, TensorView y) {
-  if (replaying()) return;
-  invalidate_quantized();
-  flush_add();
+  if (!begin_op()) return;
   cuda::silu_mul(bf16(gate, "silu_mul"), bf16(up, "silu_mul"), bf16(y, "silu_mul"), gate.n_rows * gate.n_cols,
                  stream_);
 }
 
 void CudaBackend::rope(const backend::RopeParams& p, TensorView x, int64_t n_heads, const backend::StepInput& in) {
-  if (replaying()) return;
-  invalidate_quantized();
-  flush_add();
+  if (!begin_op()) return;
   RopeConfig c;
   c.n_rot = p.n_rot;
   c.freq_base = p.freq_base;
@@ -326,9 +325,7 @@ void CudaBackend::store_kv(int layer, ConstTensorView k, ConstTensorView v, cons
 
 void CudaBackend::attention(int layer, ConstTensorView q, int64_t n_head, TensorView out,
                             const backend::StepInput& in) {
-  if (replaying()) return;
-  invalidate_quantized();
-  flush_add();
+  if (!begin_op()) return;
   const int64_t d = limits_.head_dim, row = n_head * d;
   const int64_t max_ctx = std::min(step_.table_width() * kKvBlockSize, limits_.n_max_ctx);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));

@@ -101,6 +101,10 @@ class CudaBackend final : public backend::Backend {
   bool replaying() const { return graphs_.mode() == StepGraphs::Mode::replay; }
   // Launches a waiting residual add. Every op but rms_norm calls it first.
   void flush_add();
+  // The start of an op that writes activations: false while a graph
+  // replays (nothing to enqueue); else launches a waiting add and forgets
+  // the quantized activations, which the op may overwrite.
+  bool begin_op();
   // x quantized for matvec_q8, made once until invalidate_quantized().
   const void* quantized(backend::ConstTensorView x);
   void invalidate_quantized() { quantized_of_ = nullptr; }
