@@ -158,8 +158,9 @@ std::string gpu_name(int index) {
   return fmt::format("cuda{}", index);
 }
 
-BenchRecord record_of(const model::Model& model, const BenchOptions& o, const engine::DecoderOptions& d,
-                      const Test& t) {
+// The fields every record of one configuration shares.
+BenchRecord configuration_record(const model::Model& model, const BenchOptions& o,
+                                 const engine::DecoderOptions& d) {
   BenchRecord r = base_record(model, o.model);
   r.n_batch = d.n_batch;
   r.n_ubatch = d.n_ubatch;
@@ -170,6 +171,11 @@ BenchRecord record_of(const model::Model& model, const BenchOptions& o, const en
     r.n_gpu_layers = static_cast<int>(model.hparams().n_layer);
     r.gpu_info = gpu_name(where.index);
   }
+  return r;
+}
+
+// A record of test t, starting now.
+BenchRecord record_of(BenchRecord r, const Test& t) {
   r.n_prompt = t.n_prompt;
   r.n_gen = t.n_gen;
   r.test_time = now_iso8601();
@@ -179,11 +185,10 @@ BenchRecord record_of(const model::Model& model, const BenchOptions& o, const en
 // The batched rows of one configuration: for each --npl value, the prompt
 // phase (pp, all sequences' tokens) and the generation phase (tg, the
 // aggregate rate over the sequences), each timed over -r runs.
-void run_parallel(engine::Decoder& dec, const model::Model& model, const BenchOptions& o,
-                  const engine::DecoderOptions& d, const Test& t, std::vector<BenchRecord>& records,
-                  std::mt19937& rng) {
+void run_parallel(engine::Decoder& dec, const BenchOptions& o, const BenchRecord& base, const Test& t,
+                  std::vector<BenchRecord>& records, std::mt19937& rng) {
   for (int n_seq : o.n_parallel) {
-    BenchRecord pp = record_of(model, o, d, {t.n_prompt, 0}), tg = record_of(model, o, d, {0, t.n_gen});
+    BenchRecord pp = record_of(base, {t.n_prompt, 0}), tg = record_of(base, {0, t.n_gen});
     pp.n_seq = tg.n_seq = n_seq;
     run_batched(dec, n_seq, t, rng);  // warm-up
     for (int i = 0; i < o.repetitions; ++i) {
@@ -209,12 +214,13 @@ void run_configuration(const model::Model& model, const BenchOptions& o, engine:
     d.n_ctx = std::max(d.n_ctx, n_seq * per_seq * kv::kDefaultBlockSize);
   }
   engine::Decoder dec(model, d);
+  const BenchRecord base = configuration_record(model, o, d);
   if (!o.n_parallel.empty()) {
-    run_parallel(dec, model, o, d, batched, records, rng);
+    run_parallel(dec, o, base, batched, records, rng);
     return;
   }
   for (const Test& t : tests) {
-    BenchRecord r = record_of(model, o, d, t);
+    BenchRecord r = record_of(base, t);
     run_once(dec, t, rng);  // warm-up
     for (int i = 0; i < o.repetitions; ++i) r.samples_ns.push_back(run_once(dec, t, rng));
     if (o.output == "md") fmt::print(stderr, "bench: {} done\n", r.test_name());
