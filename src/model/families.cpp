@@ -1,5 +1,8 @@
 // The forward pass of each family, as a plain sequence of stage calls
-// (see DESIGN.md, "The forward pass").
+// (see DESIGN.md, "The forward pass"). The same code runs the whole model and
+// each tensor-parallel rank: a rank's weights are its shards, its hp its
+// local sizes, and the stages reduce and gather through the context's
+// communicator.
 #include "common/error.h"
 #include "model/model.h"
 #include "model/stages.h"
@@ -8,88 +11,87 @@
 namespace cohort::model {
 namespace {
 
-class LlamaModel final : public Model {
+void run_layer(ForwardContext& ctx, const LlamaLayer& L, const HeadWeights& head, int il) {
+  attention_projections(ctx, L.attn);
+  rotate_qk(ctx, head);
+  attend(ctx, il);
+  attention_output(ctx, L.attn);
+  feed_forward(ctx, L.ffn);
+}
+
+void run_layer(ForwardContext& ctx, const Qwen2Layer& L, const HeadWeights& head, int il) {
+  attention_projections(ctx, L.attn);
+  add_qkv_bias(ctx, L.q_bias, L.k_bias, L.v_bias);
+  rotate_qk(ctx, head);
+  attend(ctx, il);
+  attention_output(ctx, L.attn);
+  feed_forward(ctx, L.ffn);
+}
+
+void run_layer(ForwardContext& ctx, const Qwen3Layer& L, const HeadWeights& head, int il) {
+  attention_projections(ctx, L.attn);
+  qk_norm(ctx, L.q_norm, L.k_norm);
+  rotate_qk(ctx, head);
+  attend(ctx, il);
+  attention_output(ctx, L.attn);
+  feed_forward(ctx, L.ffn);
+}
+
+template <typename Layer>
+class FamilyForward final : public RankForward {
  public:
-  LlamaModel(gguf::GgufFile file, const HParams& hp) : Model(std::move(file), hp) {
-    w_ = bind_llama(this->file(), hp);
-  }
+  FamilyForward(Weights<Layer> w, const HParams& hp, std::vector<int64_t> vocab_counts)
+      : RankForward(hp, std::move(vocab_counts)), w_(std::move(w)) {}
 
   void forward(ForwardContext& ctx, backend::TensorView logits) const override {
     embed(ctx, w_.head);
     for (int il = 0; il < static_cast<int>(w_.layers.size()); ++il) {
-      const LlamaLayer& L = w_.layers[static_cast<size_t>(il)];
-      attention_projections(ctx, L.attn);
-      rotate_qk(ctx, w_.head);
-      attend(ctx, il);
-      attention_output(ctx, L.attn);
-      feed_forward(ctx, L.ffn);
+      run_layer(ctx, w_.layers[static_cast<size_t>(il)], w_.head, il);
     }
-    output_logits(ctx, w_.head, logits);
+    output_logits(ctx, w_.head, logits, vocab_counts());
   }
 
  private:
-  Weights<LlamaLayer> w_;
+  Weights<Layer> w_;
 };
 
-class Qwen2Model final : public Model {
- public:
-  Qwen2Model(gguf::GgufFile file, const HParams& hp) : Model(std::move(file), hp) {
-    w_ = bind_qwen2(this->file(), hp);
+// The forward of the whole model (plan null) or of one rank of plan.
+std::unique_ptr<RankForward> bind_forward(const gguf::GgufFile& file, const HParams& hp,
+                                          const ShardPlan* plan, int rank) {
+  HParams local = hp;
+  std::vector<int64_t> counts;
+  if (plan != nullptr) {
+    local = rank_hparams(hp, plan->ranks[static_cast<size_t>(rank)]);
+    for (const RankShard& s : plan->ranks) counts.push_back(s.vocab.size());
   }
-
-  void forward(ForwardContext& ctx, backend::TensorView logits) const override {
-    embed(ctx, w_.head);
-    for (int il = 0; il < static_cast<int>(w_.layers.size()); ++il) {
-      const Qwen2Layer& L = w_.layers[static_cast<size_t>(il)];
-      attention_projections(ctx, L.attn);
-      add_qkv_bias(ctx, L.q_bias, L.k_bias, L.v_bias);
-      rotate_qk(ctx, w_.head);
-      attend(ctx, il);
-      attention_output(ctx, L.attn);
-      feed_forward(ctx, L.ffn);
-    }
-    output_logits(ctx, w_.head, logits);
+  switch (hp.family) {
+    case Family::llama:
+      return std::make_unique<FamilyForward<LlamaLayer>>(bind_llama(file, hp, plan, rank), local, counts);
+    case Family::qwen2:
+      return std::make_unique<FamilyForward<Qwen2Layer>>(bind_qwen2(file, hp, plan, rank), local, counts);
+    case Family::qwen3:
+      return std::make_unique<FamilyForward<Qwen3Layer>>(bind_qwen3(file, hp, plan, rank), local, counts);
   }
-
- private:
-  Weights<Qwen2Layer> w_;
-};
-
-class Qwen3Model final : public Model {
- public:
-  Qwen3Model(gguf::GgufFile file, const HParams& hp) : Model(std::move(file), hp) {
-    w_ = bind_qwen3(this->file(), hp);
-  }
-
-  void forward(ForwardContext& ctx, backend::TensorView logits) const override {
-    embed(ctx, w_.head);
-    for (int il = 0; il < static_cast<int>(w_.layers.size()); ++il) {
-      const Qwen3Layer& L = w_.layers[static_cast<size_t>(il)];
-      attention_projections(ctx, L.attn);
-      qk_norm(ctx, L.q_norm, L.k_norm);
-      rotate_qk(ctx, w_.head);
-      attend(ctx, il);
-      attention_output(ctx, L.attn);
-      feed_forward(ctx, L.ffn);
-    }
-    output_logits(ctx, w_.head, logits);
-  }
-
- private:
-  Weights<Qwen3Layer> w_;
-};
+  fail("{}: unsupported family", file.name());
+}
 
 }  // namespace
 
+Model::Model(gguf::GgufFile file, const HParams& hp)
+    : file_(std::move(file)), hp_(hp), whole_(bind_forward(file_, hp_, nullptr, 0)) {}
+
 std::unique_ptr<Model> Model::load(const std::string& path) {
   gguf::GgufFile file = gguf::GgufFile::open(path);
-  HParams hp = hparams_from_gguf(file);
-  switch (hp.family) {
-    case Family::llama: return std::make_unique<LlamaModel>(std::move(file), hp);
-    case Family::qwen2: return std::make_unique<Qwen2Model>(std::move(file), hp);
-    case Family::qwen3: return std::make_unique<Qwen3Model>(std::move(file), hp);
-  }
-  fail("{}: unsupported family", path);
+  const HParams hp = hparams_from_gguf(file);
+  return std::unique_ptr<Model>(new Model(std::move(file), hp));
+}
+
+ShardPlan Model::shard_plan(int n_ranks, std::span<const float> split) const {
+  return make_shard_plan(hp_, n_ranks, split, shard_alignment(file_, hp_));
+}
+
+std::unique_ptr<RankForward> Model::bind_rank(const ShardPlan& plan, int rank) const {
+  return bind_forward(file_, hp_, &plan, rank);
 }
 
 }  // namespace cohort::model

@@ -16,7 +16,10 @@ using backend::StepInput;
 // Activations of one micro-batch of at most n_max_tok tokens, allocated once
 // by the backend (so on its device). A step uses rows [0, n_tok).
 struct Workspace {
-  Workspace(backend::Backend& be, const HParams& hp, int64_t n_max_tok);
+  // hp: the sizes the forward computes with (a rank's, under tensor
+  // parallelism). split_vocab: the rank computes part of the vocabulary,
+  // so it needs logits_part.
+  Workspace(backend::Backend& be, const HParams& hp, int64_t n_max_tok, bool split_vocab = false);
 
   int64_t n_max_tok;
   backend::Tensor x;     // [n_max_tok, n_embd] residual stream
@@ -29,6 +32,8 @@ struct Workspace {
   backend::Tensor gate;  // [n_max_tok, n_ff]
   backend::Tensor up;    // [n_max_tok, n_ff]
   backend::Tensor out;   // [n_max_tok, n_embd] block output before the residual add
+  backend::Tensor logits_part;  // [n_max_tok, n_vocab] F32 host: a rank's logit columns
+                                //   before the gather (empty unless split_vocab)
 };
 
 // What the backend must be able to hold for a model: the longest activation

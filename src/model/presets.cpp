@@ -36,9 +36,13 @@ HParams make(Family f, int64_t vocab, int64_t ctx, int64_t embd, int64_t layers,
 
 // Shapes as published in each model's config.json. `tiny` keeps every row a
 // multiple of 256 so that all block types (K-quants included) apply to it.
-const std::array<Preset, 4>& presets() {
-  static const std::array<Preset, 4> kPresets = {{
+// `tiny-tp` is tiny for tensor parallelism: 3 KV heads in groups of 4 (256
+// O columns per KV head) and 3 blocks of 256 FFN columns, so that 1, 2 or 3
+// ranks split it for every block type.
+const std::array<Preset, 5>& presets() {
+  static const std::array<Preset, 5> kPresets = {{
       {"tiny", make(Family::llama, 512, 2048, 256, 2, 4, 2, 64, 512, 10000.0f, 1e-5f, false)},
+      {"tiny-tp", make(Family::llama, 512, 2048, 768, 2, 12, 3, 64, 768, 10000.0f, 1e-5f, false)},
       {"smollm-135m",
        make(Family::llama, 49152, 8192, 576, 30, 9, 3, 64, 1536, 100000.0f, 1e-5f, true)},
       {"llama3-8b",

@@ -139,6 +139,15 @@ std::vector<int64_t> apportion(int64_t n_units, std::span<const float> split) {
   return counts;
 }
 
+HParams rank_hparams(const HParams& hp, const RankShard& s) {
+  HParams local = hp;
+  local.n_head = s.heads.size();
+  local.n_head_kv = s.kv_heads.size();
+  local.n_ff = s.ffn.size();
+  local.n_vocab = s.vocab.size();
+  return local;
+}
+
 ShardPlan make_shard_plan(const HParams& hp, int n_ranks, std::span<const float> split,
                           const ShardAlignment& alignment) {
   check_split(n_ranks, split);

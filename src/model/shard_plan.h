@@ -82,6 +82,10 @@ struct ShardPlan {
 ShardPlan make_shard_plan(const HParams& hp, int n_ranks, std::span<const float> split,
                           const ShardAlignment& alignment);
 
+// The sizes rank `s` computes with: hp with n_head, n_head_kv, n_ff and
+// n_vocab replaced by the sizes of its shard.
+HParams rank_hparams(const HParams& hp, const RankShard& s);
+
 // Divides n_units whole units among proportions by largest remainder: each
 // rank gets floor(n_units * p / sum p) units, and the units left over go one
 // each to the ranks with the largest fractional parts (the lower rank first

@@ -4,7 +4,7 @@
 
 namespace cohort::model {
 
-Workspace::Workspace(backend::Backend& be, const HParams& hp, int64_t max_tok)
+Workspace::Workspace(backend::Backend& be, const HParams& hp, int64_t max_tok, bool split_vocab)
     : n_max_tok(max_tok),
       x(be.alloc(max_tok, hp.n_embd)),
       h(be.alloc(max_tok, hp.n_embd)),
@@ -14,7 +14,8 @@ Workspace::Workspace(backend::Backend& be, const HParams& hp, int64_t max_tok)
       attn(be.alloc(max_tok, hp.n_head * hp.head_dim)),
       gate(be.alloc(max_tok, hp.n_ff)),
       up(be.alloc(max_tok, hp.n_ff)),
-      out(be.alloc(max_tok, hp.n_embd)) {}
+      out(be.alloc(max_tok, hp.n_embd)),
+      logits_part(split_vocab ? be.alloc_host(max_tok, hp.n_vocab) : backend::Tensor()) {}
 
 backend::BackendLimits backend_limits(const HParams& hp, int64_t n_max_tok, int64_t n_max_ctx,
                                       const kv::KvCacheShape& kv) {
@@ -114,14 +115,24 @@ void feed_forward(ForwardContext& ctx, const FfnWeights& ffn) {
   reduce_and_add(ctx);
 }
 
-void output_logits(ForwardContext& ctx, const HeadWeights& head, backend::TensorView logits) {
+void output_logits(ForwardContext& ctx, const HeadWeights& head, backend::TensorView logits,
+                   std::span<const int64_t> vocab_counts) {
   const int64_t n_rows = ctx.in.n_logits();
   if (n_rows == 0) return;
   // Gather the rows that want logits into ws.h, in order.
   const backend::TensorView h = ctx.ws.h.view().rows(0, n_rows);
   ctx.be.get_rows(ctx.rows(ctx.ws.x), ctx.in.logit_rows, h);
   ctx.be.rms_norm(h, vec(head.output_norm), ctx.hp.rms_eps, h);
-  ctx.be.matmul(head.output, h, logits.rows(0, n_rows));
+  if (vocab_counts.empty()) {
+    ctx.be.matmul(head.output, h, logits.rows(0, n_rows));
+    return;
+  }
+  // A rank's vocabulary rows, then every rank's columns side by side.
+  const backend::TensorView part = ctx.ws.logits_part.view().rows(0, n_rows);
+  ctx.be.matmul(head.output, h, part);
+  ctx.comm.all_gather(comm::ConstBuffer{part.data, comm::DType::f32, part.n_rows * part.n_cols},
+                      comm::Buffer{logits.data, comm::DType::f32, n_rows * logits.n_cols}, vocab_counts,
+                      n_rows, ctx.be.queue());
 }
 
 }  // namespace cohort::model

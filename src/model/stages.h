@@ -3,6 +3,8 @@
 // token, rows [0, ctx.in.n_tok) of each buffer.
 #pragma once
 
+#include <span>
+
 #include "model/forward.h"
 #include "model/weights.h"
 
@@ -34,7 +36,10 @@ void attention_output(ForwardContext& ctx, const AttentionWeights& attn);
 // ws.x += all_reduce(down(silu(gate(h)) * up(h))), h = rms_norm(ws.x) · ffn.norm
 void feed_forward(ForwardContext& ctx, const FfnWeights& ffn);
 
-// logits [n_logits, n_vocab] for the rows in.logit_rows, in order.
-void output_logits(ForwardContext& ctx, const HeadWeights& head, backend::TensorView logits);
+// logits [n_logits, n_vocab] for the rows in.logit_rows, in order. With
+// vocab_counts (a split output head: this rank's rows and its peers'), the
+// rank computes its columns into ws.logits_part and all ranks gather them.
+void output_logits(ForwardContext& ctx, const HeadWeights& head, backend::TensorView logits,
+                   std::span<const int64_t> vocab_counts);
 
 }  // namespace cohort::model

@@ -11,6 +11,7 @@
 #include "backend/tensor.h"
 #include "gguf/gguf_file.h"
 #include "model/hparams.h"
+#include "model/shard_plan.h"
 
 namespace cohort::model {
 
@@ -71,9 +72,15 @@ struct Weights {
 };
 
 // Builders: throw cohort::Error naming the tensor that is missing, has the
-// wrong shape, or has a type the CPU cannot compute on.
-Weights<LlamaLayer> bind_llama(const gguf::GgufFile& file, const HParams& hp);
-Weights<Qwen2Layer> bind_qwen2(const gguf::GgufFile& file, const HParams& hp);
-Weights<Qwen3Layer> bind_qwen3(const gguf::GgufFile& file, const HParams& hp);
+// wrong shape, or has a type the CPU cannot compute on. With a plan, they
+// bind rank `rank`'s shards (model/weight_shard.h): matrices become views of
+// the rank's rows or columns, biases its elements; norm weights and the
+// embedding table stay whole. hp is the whole model's.
+Weights<LlamaLayer> bind_llama(const gguf::GgufFile& file, const HParams& hp,
+                               const ShardPlan* plan = nullptr, int rank = 0);
+Weights<Qwen2Layer> bind_qwen2(const gguf::GgufFile& file, const HParams& hp,
+                               const ShardPlan* plan = nullptr, int rank = 0);
+Weights<Qwen3Layer> bind_qwen3(const gguf::GgufFile& file, const HParams& hp,
+                               const ShardPlan* plan = nullptr, int rank = 0);
 
 }  // namespace cohort::model
