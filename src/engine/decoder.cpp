@@ -1,10 +1,32 @@
 #include "engine/decoder.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "common/error.h"
 
 namespace cohort::engine {
+
+// One rank: its forward (the whole model's, or its shards'), the backend it
+// runs on, its communicator and activations. Ranks after the first also
+// receive the gathered logits, into a buffer of their own.
+struct Decoder::Rank {
+  std::unique_ptr<model::RankForward> owned;  // a tensor-parallel rank's forward
+  const model::RankForward& forward;
+  std::unique_ptr<backend::Backend> backend;
+  std::unique_ptr<comm::Communicator> comm;
+  model::Workspace ws;
+  backend::Tensor logits;  // ranks > 0: [n_ubatch, n_vocab]
+
+  Rank(std::unique_ptr<model::RankForward> own, const model::RankForward& fwd,
+       std::unique_ptr<backend::Backend> be, std::unique_ptr<comm::Communicator> c, int64_t n_ub)
+      : owned(std::move(own)),
+        forward(fwd),
+        backend(std::move(be)),
+        comm(std::move(c)),
+        ws(*backend, forward.hparams(), n_ub, !forward.vocab_counts().empty()) {}
+};
+
 namespace {
 
 kv::KvCacheShape kv_shape(const model::HParams& hp, const DecoderOptions& o) {
@@ -19,17 +41,40 @@ kv::KvCacheShape kv_shape(const model::HParams& hp, const DecoderOptions& o) {
 
 int ubatch_size(const DecoderOptions& o) { return std::min(o.n_ubatch, o.n_batch); }
 
-std::unique_ptr<backend::Backend> make_backend(const model::HParams& hp, const DecoderOptions& o) {
+// A backend for the sizes of `hp` (a rank's, under tensor parallelism) on
+// -dev entry `device` with n_threads CPU threads.
+std::unique_ptr<backend::Backend> make_backend(const model::HParams& hp, const DecoderOptions& o,
+                                               const std::string& device, int n_threads) {
   const kv::KvCacheShape kv = kv_shape(hp, o);
   backend::BackendOptions bo;
-  const backend::DeviceChoice where = backend::choose_device(o.device, o.n_gpu_layers);
+  const backend::DeviceChoice where = backend::choose_device(device, o.n_gpu_layers);
   bo.device = where.device;
   bo.device_index = where.index;
-  bo.n_threads = o.n_threads;
+  bo.n_threads = n_threads;
   bo.exact = o.exact;
   bo.poll = o.poll;
   return backend::make_backend(
       bo, model::backend_limits(hp, ubatch_size(o), int64_t{kv.n_blocks} * kv.block_size, kv));
+}
+
+// -t shared among the ranks: each gets total / n, the first ones one more
+// while the remainder lasts, and every rank at least one. 0 stays 0 (all
+// hardware threads) for a single rank.
+int rank_threads(int n_threads, int n_ranks, int rank) {
+  if (n_ranks == 1) return n_threads;
+  const int total = n_threads > 0 ? n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, total / n_ranks + (rank < total % n_ranks ? 1 : 0));
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  for (;;) {
+    const size_t comma = s.find(',', at);
+    out.push_back(s.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) return out;
+    at = comma + 1;
+  }
 }
 
 }  // namespace
@@ -41,17 +86,102 @@ void DecoderOptions::validate() const {
   if (n_threads < 0) fail("-t (threads) must not be negative, got {}", n_threads);
   if (poll < 0 || poll > kMaxPoll) fail("--poll must be in 0..{}, got {}", kMaxPoll, poll);
   if (block_size < 1) fail("KV block size must be at least 1, got {}", block_size);
+  if (split_mode != "none" && split_mode != "tensor") {
+    fail("-sm {}: cohort splits a model by tensor (-sm tensor) or not at all (-sm none)", split_mode);
+  }
+  if (split_mode == "tensor" && device.empty()) {
+    fail("-sm tensor needs -dev with one device per rank (e.g. -dev cpu,cpu)");
+  }
+  const std::vector<std::string> devs = device.empty() ? std::vector<std::string>{""} : devices();
+  if (split_mode == "none" && devs.size() > 1) {
+    fail("-dev lists {} devices ({}); splitting a model over them needs -sm tensor", devs.size(), device);
+  }
+  if (split_mode == "none" && !tensor_split.empty()) fail("-ts needs -sm tensor");
+  if (split_mode == "tensor") {
+    for (const std::string& d : devs) {
+      if (backend::choose_device(d, n_gpu_layers).device != backend::Device::cpu) {
+        fail("-sm tensor: rank device '{}': tensor parallelism runs on CPU ranks only so far (-dev cpu,cpu,...)", d);
+      }
+    }
+    if (!tensor_split.empty() && tensor_split.size() != devs.size()) {
+      fail("-ts has {} values for {} ranks (-dev {})", tensor_split.size(), devs.size(), device);
+    }
+  }
+}
+
+std::vector<std::string> DecoderOptions::devices() const {
+  if (device.empty()) return {device};
+  std::vector<std::string> devs = split_list(device);
+  for (const std::string& d : devs) {
+    if (d.empty()) fail("-dev '{}' has an empty entry", device);
+  }
+  return devs;
 }
 
 Decoder::Decoder(const model::Model& model, const DecoderOptions& options)
     : model_(model),
       options_((options.validate(), options)),
       blocks_(kv::kv_blocks_for_context(options.n_ctx, options.block_size), options.block_size),
-      backend_(make_backend(model.hparams(), options)),
-      ws_(*backend_, model.hparams(), ubatch_size(options)),
+      threads_(options.n_ranks()),
       step_(ubatch_size(options), blocks_.n_blocks(), options.block_size) {
+  const std::vector<std::string> devs = options_.devices();
+  const int n = static_cast<int>(devs.size());
+  const int n_ub = ubatch_size(options_);
+  if (options_.split_mode == "tensor") {
+    plan_ = std::make_unique<model::ShardPlan>(model.shard_plan(n, options_.tensor_split));
+    group_ = std::make_unique<comm::CpuGroup>(n, options_.poll);
+  }
+  for (int r = 0; r < n; ++r) {
+    std::unique_ptr<model::RankForward> own = plan_ ? model.bind_rank(*plan_, r) : nullptr;
+    const model::RankForward& fwd = own ? *own : model.whole();
+    std::unique_ptr<comm::Communicator> c;
+    if (group_) {
+      c = std::make_unique<comm::CpuCommunicator>(*group_, r);
+    } else {
+      c = std::make_unique<comm::SingleDevice>();
+    }
+    auto be = make_backend(fwd.hparams(), options_, devs[static_cast<size_t>(r)],
+                           rank_threads(options_.n_threads, n, r));
+    ranks_.push_back(std::make_unique<Rank>(std::move(own), fwd, std::move(be), std::move(c), n_ub));
+    Rank& k = *ranks_.back();
+    if (r > 0) k.logits = k.backend->alloc_host(n_ub, n_vocab());
+    k.backend->load_weights(model.file().data_section());
+  }
   seqs_.reserve(static_cast<size_t>(options.n_batch));
-  backend_->load_weights(model.file().data_section());
+}
+
+Decoder::~Decoder() = default;
+
+backend::MemoryUse Decoder::memory() const {
+  backend::MemoryUse sum;
+  for (const auto& k : ranks_) {
+    const backend::MemoryUse m = k->backend->memory();
+    sum.device += (sum.device.empty() ? "" : ",") + m.device;
+    sum.weights += m.weights;
+    sum.kv += m.kv;
+    sum.workspace += m.workspace;
+  }
+  return sum;
+}
+
+void Decoder::run_step(const backend::StepInput& in, backend::TensorView out) {
+  // Two words of capture, so that the std::function of RankThreads::run
+  // holds it without allocating.
+  struct Step {
+    const backend::StepInput& in;
+    backend::TensorView out;
+  } step{in, out};
+  auto one = [this, &step](int r) {
+    Rank& k = *ranks_[static_cast<size_t>(r)];
+    k.backend->begin_step(step.in);
+    model::ForwardContext ctx{k.forward.hparams(), *k.backend, *k.comm, k.ws, step.in};
+    k.forward.forward(ctx, r == 0 ? step.out : k.logits.view().rows(0, step.in.n_logits()));
+  };
+  if (ranks_.size() == 1) {
+    one(0);
+  } else {
+    threads_.run(one);
+  }
 }
 
 void Decoder::reserve(kv::SeqId seq, int n_tokens) {
@@ -98,7 +228,7 @@ std::span<const float> Decoder::decode(const Batch& batch) {
   const int64_t n_vocab = this->n_vocab();
   const size_t need = static_cast<size_t>(batch.n_outputs()) * static_cast<size_t>(n_vocab);
   if (logits_.n_rows() < batch.n_outputs()) {  // grown by doubling: a pinned allocation is slow
-    logits_ = backend_->alloc_host(std::min<int64_t>(std::max<int64_t>(batch.n_outputs(), 2 * logits_.n_rows()),
+    logits_ = ranks_[0]->backend->alloc_host(std::min<int64_t>(std::max<int64_t>(batch.n_outputs(), 2 * logits_.n_rows()),
                                                      options_.n_batch),
                                    n_vocab);
   }
@@ -108,10 +238,8 @@ std::span<const float> Decoder::decode(const Batch& batch) {
   for (int begin = 0; begin < batch.n_tokens(); begin += n_ub) {
     const int end = std::min(begin + n_ub, batch.n_tokens());
     const backend::StepInput& in = step_.build(batch, begin, end, blocks_);
-    backend_->begin_step(in);
-    model::ForwardContext ctx{model_.hparams(), *backend_, comm_, ws_, in};
     const std::span<float> out = logits.subspan(static_cast<size_t>(n_out) * static_cast<size_t>(n_vocab));
-    model_.forward(ctx, backend::host_f32(out, in.n_logits(), n_vocab));
+    run_step(in, backend::host_f32(out, in.n_logits(), n_vocab));
     n_out += in.n_logits();
     for (int i = begin; i < end; ++i) {
       blocks_.commit(batch.seq_ids[static_cast<size_t>(i)], std::span(batch.tokens).subspan(static_cast<size_t>(i), 1));

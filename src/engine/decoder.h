@@ -1,13 +1,23 @@
 // Runs batches through a model: the engine's one step.
 //
-// A Decoder owns everything a forward needs besides the weights: the
-// backend (chosen by backend::make_backend; on the CPU it holds the thread
-// pool and the KV storage), the block manager of the paged KV cache, the
-// activation workspace, the step buffers and the logits buffer, all sized
-// at construction (`-c`, `-b`, `-ub`, `-t`). decode() turns each
-// micro-batch into a plain-data step input (StepBuilder), runs the forward on
-// it, commits the written tokens (so that full blocks become reusable
-// prefixes), and returns the logits of the rows that want them.
+// A Decoder owns everything a forward needs besides the weights: one or more
+// ranks, each with its backend (chosen by backend::make_backend; on the CPU it
+// holds the thread pool and the KV storage), its activation workspace and its
+// communicator; the block manager of the paged KV cache, the step buffers and
+// the logits buffer; all sized at construction (`-c`, `-b`, `-ub`, `-t`).
+// decode() turns each micro-batch into a plain-data step input
+// (StepBuilder), runs the forward on it, commits the written tokens (so that
+// full blocks become reusable prefixes), and returns the logits of the rows
+// that want them.
+//
+// Tensor parallelism (`-sm tensor -dev cpu,cpu,... -ts a,b,...`): one rank
+// per -dev entry, each holding its shards of the weights (Model::bind_rank)
+// and the KV cache of its KV heads, and running on its own thread with its
+// share of -t (RankThreads). Every rank reads the same step input; they
+// reduce and gather through their communicators, and rank 0's gathered
+// logits are returned. One block manager serves all ranks: a slot means the
+// same position in every rank's cache. `-sm none` (the default) is one rank
+// on one device, with no reduction at all.
 //
 // KV room is reserved by whoever plans the batch, before decode(): the
 // server's scheduler through sched::KvRoom, the tools through reserve().
@@ -23,7 +33,9 @@
 #include "backend/backend.h"
 #include "comm/communicator.h"
 #include "common/spin_wait.h"
+#include "comm/cpu_communicator.h"
 #include "engine/batch.h"
+#include "engine/rank_threads.h"
 #include "engine/step_builder.h"
 #include "kv/block_manager.h"
 #include "model/model.h"
@@ -31,7 +43,10 @@
 namespace cohort::engine {
 
 struct DecoderOptions {
-  std::string device;    // -dev: cpu, cuda<N>, or empty: chosen from -ngl (backend::choose_device)
+  std::string device;    // -dev: cpu, cuda<N>, or empty: chosen from -ngl (backend::choose_device);
+                         //   with -sm tensor a comma-separated list, one entry per rank
+  std::string split_mode = "none";  // -sm: none (one device) or tensor (one rank per -dev entry)
+  std::vector<float> tensor_split;  // -ts: a positive proportion per rank (empty: even)
   int n_gpu_layers = -1;  // -ngl: 0 the CPU; -1 (default) or more: a GPU when one is visible
   int n_ctx = 4096;      // KV capacity in tokens, over all sequences (-c)
   int n_batch = 2048;    // most tokens per decode() call (-b)
@@ -43,6 +58,10 @@ struct DecoderOptions {
 
   // Throws cohort::Error naming the flag for impossible values.
   void validate() const;
+  // The -dev entries, one per rank (one empty entry without -dev). Throws
+  // cohort::Error for an empty entry in a list.
+  std::vector<std::string> devices() const;
+  int n_ranks() const { return static_cast<int>(devices().size()); }
 };
 
 class Decoder {
@@ -69,17 +88,26 @@ class Decoder {
   const model::Model& model() const { return model_; }
   const DecoderOptions& options() const { return options_; }
   int n_vocab() const { return static_cast<int>(model_.hparams().n_vocab); }
-  backend::MemoryUse memory() const { return backend_->memory(); }
+  int n_ranks() const { return static_cast<int>(ranks_.size()); }
+  // Summed over the ranks; the device names joined by commas.
+  backend::MemoryUse memory() const;
+
+  ~Decoder();
 
  private:
+  struct Rank;
+
   void check(const Batch& batch);
+  // Runs the step in `in` on every rank; rank 0's logits land in `out`.
+  void run_step(const backend::StepInput& in, backend::TensorView out);
 
   const model::Model& model_;
   DecoderOptions options_;
   kv::BlockManager blocks_;
-  std::unique_ptr<backend::Backend> backend_;
-  comm::SingleDevice comm_;
-  model::Workspace ws_;
+  std::unique_ptr<model::ShardPlan> plan_;  // -sm tensor only
+  std::unique_ptr<comm::CpuGroup> group_;   // -sm tensor only: the ranks' collectives
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  RankThreads threads_;
   StepBuilder step_;
   std::vector<SeqSpan> seqs_;  // [sequences of a batch] validation scratch, capacity n_batch
   backend::Tensor logits_;     // [n_outputs, n_vocab] host (pinned on a GPU), grown on demand

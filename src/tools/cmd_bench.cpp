@@ -23,6 +23,7 @@
 #include "kv/block_pool.h"
 #include "model/model.h"
 #include "tools/bench_report.h"
+#include "tools/sampling_flags.h"
 #include "tools/commands.h"
 
 namespace cohort::tools {
@@ -40,6 +41,8 @@ struct BenchOptions {
   std::vector<int> n_parallel;  // --npl: batched decoding of this many sequences (llama-batched-bench)
   std::string device;     // -dev
   int n_gpu_layers = -1;  // -ngl
+  std::string split_mode = "none";  // -sm
+  std::vector<float> tensor_split;  // -ts
   int poll = kDefaultPoll;
   std::string output = "md";
   bool exact = false;
@@ -165,7 +168,8 @@ BenchRecord configuration_record(const model::Model& model, const BenchOptions& 
   r.n_batch = d.n_batch;
   r.n_ubatch = d.n_ubatch;
   r.n_threads = d.n_threads > 0 ? d.n_threads : static_cast<int>(std::thread::hardware_concurrency());
-  const backend::DeviceChoice where = backend::choose_device(d.device, d.n_gpu_layers);
+  r.split_mode = d.split_mode;
+  const backend::DeviceChoice where = backend::choose_device(d.devices().front(), d.n_gpu_layers);
   if (where.device == backend::Device::cuda) {
     r.backend = "CUDA";
     r.n_gpu_layers = static_cast<int>(model.hparams().n_layer);
@@ -249,6 +253,8 @@ void run_bench(const BenchOptions& o) {
         d.exact = o.exact;
         d.device = o.device;
         d.n_gpu_layers = o.n_gpu_layers;
+        d.split_mode = o.split_mode;
+        d.tensor_split = o.tensor_split;
         run_configuration(*model, o, d, tests, records, rng);
       }
     }
@@ -276,8 +282,11 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--poll", o->poll, "0..100: how long waiting threads spin before they sleep");
   cmd->add_option("-o,--output", o->output, "md, json, jsonl or csv");
   cmd->add_flag("--exact", o->exact, "CPU reference path (F32 activations)");
-  cmd->add_option("--device", o->device, "-dev: cpu or cuda<N> (default: the first GPU when one is visible)");
+  cmd->add_option("--device", o->device,
+                  "-dev: cpu or cuda<N> (default: the first GPU when one is visible); with -sm tensor one "
+                  "entry per rank (e.g. cpu,cpu)");
   cmd->add_option("--n-gpu-layers", o->n_gpu_layers, "-ngl: 0 computes on the CPU; any other value puts every layer on the GPU");
+  add_split_flags(cmd, o->split_mode, o->tensor_split);
   cmd->callback([o] { run_bench(*o); });
 }
 

@@ -3,6 +3,7 @@
 COHORT_BIN overrides the binary (the sanitizer build runs the same tests);
 COHORT_QUANT_PROBE overrides the quant_probe test binary likewise.
 """
+import contextlib
 import os
 import pathlib
 import socket
@@ -77,16 +78,16 @@ def _health_status(url: str) -> int:
 SERVE_ARGS = ["-c", "2048", "-np", "2", "-n", "16"]  # 1024 tokens per request, 16 by default
 
 
-@pytest.fixture(scope="session")
-def cohort_server(cohort_bin, default_model, tmp_path_factory):
-    """Base URL of `cohort serve` with the default model (SERVE_ARGS) on a free
-    port, once /health answers 200; stopped with SIGTERM at the end."""
+@contextlib.contextmanager
+def serving(cohort_bin, model, args, log_dir):
+    """Base URL of `cohort serve -m model *args` on a free port, once /health
+    answers 200; stopped with SIGTERM on exit (which must succeed)."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    log_path = tmp_path_factory.mktemp("serve") / "serve.log"
-    args = [str(cohort_bin), "serve", "-m", str(default_model), "--port", str(port), *SERVE_ARGS]
+    log_path = pathlib.Path(log_dir) / f"serve-{port}.log"
+    cmd = [str(cohort_bin), "serve", "-m", str(model), "--port", str(port), *map(str, args)]
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     ready = False
     try:
         deadline = time.monotonic() + 300
@@ -109,3 +110,10 @@ def cohort_server(cohort_bin, default_model, tmp_path_factory):
             rc = None
         if ready and rc != 0:
             pytest.fail(f"cohort serve did not stop cleanly on SIGTERM ({rc}):\n{log_path.read_text()}")
+
+
+@pytest.fixture(scope="session")
+def cohort_server(cohort_bin, default_model, tmp_path_factory):
+    """`cohort serve` with the default model (SERVE_ARGS), see serving()."""
+    with serving(cohort_bin, default_model, SERVE_ARGS, tmp_path_factory.mktemp("serve")) as url:
+        yield url
