@@ -14,22 +14,32 @@
 #   3. the CUDA kernel tests once more under `compute-sanitizer --tool
 #      memcheck` (one model file), and a short generation on the GPU under it,
 #      failing on any error it reports,
+#   3b. tensor parallelism with ranks sharing the GPU (-sm tensor -dev
+#      cuda0,cuda0[,cuda0]): a generation under memcheck, and the perplexity
+#      run above within 1% of the CPU's, with its KL divergence,
 #   4. the kernel benchmark (cuda_kernel_bench), JSON lines kept as
 #      kernel-bench.jsonl: copy and GEMM ceilings, then every kernel,
 #   5. `cohort bench -p 512 -n 128` on `mkmodel --preset llama3-8b` in BF16,
 #      Q8_0 and Q4_K, as bench-<type>.json (COHORT_GPU_SKIP_8B=1 leaves them
-#      out), and batched decoding at 1, 8, 32 and 64 sequences of 128 + 128
-#      tokens as bench-<type>-batched.json; with COHORT_GPU_PROFILE=1 and nsys on the machine, also where
+#      out; COHORT_GPU_8B_TYPES picks fewer), and batched decoding at 1, 8, 32 and 64 sequences of 128 + 128
+#      tokens as bench-<type>-batched.json, and BF16 with two tensor-parallel
+#      ranks sharing the GPU as bench-bf16-tp2.json; with COHORT_GPU_PROFILE=1 and nsys on the machine, also where
 #      the time goes: per-kernel totals of a pp512 and of a tg64 run as
 #      kernels-<type>-{pp,tg}.csv.
-# Writes logs under ${OUT:-/tmp/cohort-gpu}.
+# Writes logs under ${OUT:-/tmp/cohort-gpu}/logs and, when OUT is set, also
+# packs them into $OUT/gpu-logs.tar.gz (one file to fetch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0
 BIN=${COHORT_BUILD:-build}/bin
-LOGS=${OUT:-/tmp/cohort-gpu}
+LOGS=${OUT:-/tmp/cohort-gpu}/logs
 WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+pack() {
+  rm -rf "$WORK"
+  [ -n "${OUT:-}" ] && tar -czf "$OUT/gpu-logs.tar.gz" -C "$OUT" logs && rm -rf "$LOGS"
+  return 0
+}
+trap pack EXIT
 mkdir -p "$LOGS"
 # A failed stage is reported and the later stages still run (one run of the
 # GPU machine gives every figure); the script fails at the end.
@@ -81,7 +91,7 @@ echo "== CUDA unit tests under compute-sanitizer memcheck ($(basename "${models[
 SANITIZER=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
 log="$LOGS/cuda-tests-memcheck.txt"
 COHORT_TEST_MODEL=${models[0]} "$SANITIZER" --tool memcheck --error-exitcode 1 --print-limit 20 \
-  "$BIN/cohort_tests" --gtest_filter='Cuda*-*CudaForward*' >"$log" 2>&1 ||
+  "$BIN/cohort_tests" --gtest_filter='Cuda*-*CudaForward*:*CudaTensorParallel*' >"$log" 2>&1 ||
   { tail -40 "$log"; echo "memcheck FAILED"; failed+=(memcheck); }
 grep -E "ERROR SUMMARY|^\[  PASSED  \]" "$log" || true
 echo "== a short generation on the GPU under compute-sanitizer memcheck"
@@ -91,6 +101,26 @@ log="$LOGS/run-memcheck.txt"
   "$BIN/cohort" run -m "$WORK/tiny-qwen2.gguf" --device cuda0 -p "a short prompt" -n 24 --temp 0 >"$log" 2>&1 ||
   { tail -40 "$log"; echo "memcheck of a generation FAILED"; failed+=("memcheck of a generation"); }
 grep -E "ERROR SUMMARY" "$log" || true
+echo "== tensor parallelism with ranks sharing the GPU: a generation under memcheck, then perplexity"
+log="$LOGS/run-tp-memcheck.txt"
+"$BIN/cohort" mkmodel --preset tiny-tp --arch qwen2 --type q4_k -o "$WORK/tiny-tp-qwen2.gguf" 2>/dev/null
+"$SANITIZER" --tool memcheck --error-exitcode 1 --print-limit 20 \
+  "$BIN/cohort" run -m "$WORK/tiny-tp-qwen2.gguf" -sm tensor -dev cuda0,cuda0 -p "a short prompt" -n 24 --temp 0 \
+  >"$log" 2>&1 || { tail -40 "$log"; echo "memcheck of a tensor-parallel generation FAILED"; failed+=("memcheck tp"); }
+grep -E "ERROR SUMMARY" "$log" || true
+for layout in "cuda0,cuda0" "cuda0,cuda0,cuda0 -ts 2,1,1"; do
+  name=tp-$(echo "$layout" | tr -c 'a-z0-9' '_')
+  "$BIN/cohort" perplexity -m "$m" -f "$WORK/text.txt" -c 512 --chunks 4 -sm tensor -dev $layout \
+    --kl-divergence-base "$WORK/base.bin" --kl-divergence >"$LOGS/perplexity-$name.txt" 2>&1 ||
+    { tail -5 "$LOGS/perplexity-$name.txt"; failed+=("perplexity $layout"); }
+  grep -h "Final estimate\|KLD\|Same top" "$LOGS/perplexity-$name.txt" | sed "s/^/-dev $layout: /" || true
+  python3 - "$LOGS/perplexity-cpu.txt" "$LOGS/perplexity-$name.txt" <<'PY' || failed+=("tp perplexity within 1%")
+import re, sys
+ppl = [float(re.search(r"PPL = ([0-9.]+)", open(f).read()).group(1)) for f in sys.argv[1:]]
+print(f"tensor-parallel GPU / CPU perplexity: {ppl[1] / ppl[0]:.5f}")
+sys.exit(0 if abs(ppl[1] / ppl[0] - 1) <= 0.01 else 1)
+PY
+done
 
 echo "== kernel benchmark"
 "$BIN/cuda_kernel_bench" | tee "$LOGS/kernel-bench.jsonl" || failed+=(kernel-bench)
@@ -103,7 +133,7 @@ finish() {
 
 [ -n "${COHORT_GPU_SKIP_8B:-}" ] && finish " (8B benchmarks skipped)"
 echo "== cohort bench on mkmodel --preset llama3-8b (figures)"
-for t in bf16 q8_0 q4_k; do
+for t in ${COHORT_GPU_8B_TYPES:-bf16 q8_0 q4_k}; do
   out="$WORK/llama3-8b-$t.gguf"
   /usr/bin/time -f "mkmodel llama3-8b $t: %e s" "$BIN/cohort" mkmodel --preset llama3-8b --type "$t" -o "$out" 2>&1 |
     grep -v "^mkmodel: [0-9]* matrices" | tee -a "$LOGS/mkmodel.txt"
@@ -111,6 +141,13 @@ for t in bf16 q8_0 q4_k; do
     { tail -5 "$LOGS/bench-$t.err"; echo "bench of $t FAILED"; failed+=("bench $t"); }
   grep -h -o '"n_prompt": [0-9]*\|"n_gen": [0-9]*\|"avg_ts": [0-9.]*' "$LOGS/bench-$t.json" | paste -sd' ' |
     sed "s/^/$t: /" || true
+  if [ "$t" = bf16 ]; then  # tensor parallel, two ranks sharing the GPU
+    timeout 300 "$BIN/cohort" bench -m "$out" -p 512 -n 128 -r 2 -sm tensor -dev cuda0,cuda0 -o json \
+      >"$LOGS/bench-$t-tp2.json" 2>"$LOGS/bench-$t-tp2.err" ||
+      { tail -5 "$LOGS/bench-$t-tp2.err"; echo "tensor-parallel bench of $t FAILED"; failed+=("tp bench $t"); }
+    grep -h -o '"n_prompt": [0-9]*\|"n_gen": [0-9]*\|"avg_ts": [0-9.]*' "$LOGS/bench-$t-tp2.json" | paste -sd' ' |
+      sed "s/^/$t -sm tensor -dev cuda0,cuda0: /" || true
+  fi
   if [ "$t" != q8_0 ]; then  # batched decoding (llama-batched-bench's shape)
     timeout 300 "$BIN/cohort" bench -m "$out" -p 128 -n 128 --npl 1,8,32,64 -r 2 -o json \
       >"$LOGS/bench-$t-batched.json" 2>"$LOGS/bench-$t-batched.err" ||

@@ -43,6 +43,10 @@ Tensor Backend::alloc_host(int64_t n_rows, int64_t n_cols) {
   return Tensor(static_cast<uint8_t*>(p), free_host, {nullptr, gguf::TensorType::F32, Device::cpu, n_rows, n_cols, row_bytes});
 }
 
+std::unique_ptr<comm::Communicator> Backend::communicator(comm::CpuGroup& group, int rank) {
+  return std::make_unique<comm::CpuCommunicator>(group, rank);
+}
+
 DeviceChoice choose_device(const std::string& dev, int n_gpu_layers) {
   if (n_gpu_layers == 0 || dev == "cpu") return {Device::cpu, 0};
   if (dev.empty()) return gpu_visible() ? DeviceChoice{Device::cuda, 0} : DeviceChoice{Device::cpu, 0};

@@ -32,6 +32,7 @@
 #include "backend/step_input.h"
 #include "backend/tensor.h"
 #include "comm/communicator.h"
+#include "comm/cpu_communicator.h"
 #include "common/spin_wait.h"
 #include "kv/kv_cache.h"
 
@@ -58,6 +59,8 @@ struct BackendOptions {
   int n_threads = 0;   // CPU worker threads; 0: hardware threads (-t)
   bool exact = false;  // CPU reference path: F32 activations in every dot product (--exact)
   int poll = kDefaultPoll;  // how long waiting CPU workers spin before sleeping, 0..100 (--poll)
+  bool graphs = true;  // GPU: replay decode steps as graphs (off for ranks whose reductions
+                       //   synchronise with the host, see communicator())
 };
 
 // The largest step a backend must hold, from the model's shape and -ub / -c.
@@ -99,8 +102,16 @@ class Backend {
 
   // The host memory the weight views point into (the model file's tensor
   // data), before the first step. A device backend copies it to its device
-  // once; the CPU reads it in place.
-  virtual void load_weights(std::span<const uint8_t> /*host*/) {}
+  // once; the CPU reads it in place. `shards`: a tensor-parallel rank's
+  // weight matrices (views into `host`, column shards strided); a device
+  // backend then copies only these, each packed into whole rows of its own.
+  virtual void load_weights(std::span<const uint8_t> /*host*/, std::span<const ConstTensorView> /*shards*/) {}
+  // The communicator of rank `rank` of a tensor-parallel group whose ranks
+  // all run on this kind of backend, for buffers this backend allocated. The
+  // CPU's is comm::CpuCommunicator; a device backend's moves its buffers to
+  // the host and back around that one (same arithmetic, same bits).
+  // REQUIRES: group outlives the communicator.
+  virtual std::unique_ptr<comm::Communicator> communicator(comm::CpuGroup& group, int rank);
   // Called with each step input before the forward reads it: a device
   // backend copies it to its device here.
   virtual void begin_step(const StepInput& /*in*/) {}

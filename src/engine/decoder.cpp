@@ -42,9 +42,10 @@ kv::KvCacheShape kv_shape(const model::HParams& hp, const DecoderOptions& o) {
 int ubatch_size(const DecoderOptions& o) { return std::min(o.n_ubatch, o.n_batch); }
 
 // A backend for the sizes of `hp` (a rank's, under tensor parallelism) on
-// -dev entry `device` with n_threads CPU threads.
+// -dev entry `device` with n_threads CPU threads. A rank of several does not
+// replay graphs: its reductions synchronise with the host.
 std::unique_ptr<backend::Backend> make_backend(const model::HParams& hp, const DecoderOptions& o,
-                                               const std::string& device, int n_threads) {
+                                               const std::string& device, int n_threads, bool graphs) {
   const kv::KvCacheShape kv = kv_shape(hp, o);
   backend::BackendOptions bo;
   const backend::DeviceChoice where = backend::choose_device(device, o.n_gpu_layers);
@@ -53,6 +54,7 @@ std::unique_ptr<backend::Backend> make_backend(const model::HParams& hp, const D
   bo.n_threads = n_threads;
   bo.exact = o.exact;
   bo.poll = o.poll;
+  bo.graphs = graphs;
   return backend::make_backend(
       bo, model::backend_limits(hp, ubatch_size(o), int64_t{kv.n_blocks} * kv.block_size, kv));
 }
@@ -98,9 +100,10 @@ void DecoderOptions::validate() const {
   }
   if (split_mode == "none" && !tensor_split.empty()) fail("-ts needs -sm tensor");
   if (split_mode == "tensor") {
+    const backend::Device first = backend::choose_device(devs.front(), n_gpu_layers).device;
     for (const std::string& d : devs) {
-      if (backend::choose_device(d, n_gpu_layers).device != backend::Device::cpu) {
-        fail("-sm tensor: rank device '{}': tensor parallelism runs on CPU ranks only so far (-dev cpu,cpu,...)", d);
+      if (backend::choose_device(d, n_gpu_layers).device != first) {
+        fail("-sm tensor -dev {}: every rank must be on the same kind of device (all cpu or all cuda)", device);
       }
     }
     if (!tensor_split.empty() && tensor_split.size() != devs.size()) {
@@ -134,18 +137,19 @@ Decoder::Decoder(const model::Model& model, const DecoderOptions& options)
   for (int r = 0; r < n; ++r) {
     std::unique_ptr<model::RankForward> own = plan_ ? model.bind_rank(*plan_, r) : nullptr;
     const model::RankForward& fwd = own ? *own : model.whole();
+    auto be = make_backend(fwd.hparams(), options_, devs[static_cast<size_t>(r)],
+                           rank_threads(options_.n_threads, n, r), !group_);
     std::unique_ptr<comm::Communicator> c;
     if (group_) {
-      c = std::make_unique<comm::CpuCommunicator>(*group_, r);
+      c = be->communicator(*group_, r);
     } else {
       c = std::make_unique<comm::SingleDevice>();
     }
-    auto be = make_backend(fwd.hparams(), options_, devs[static_cast<size_t>(r)],
-                           rank_threads(options_.n_threads, n, r));
     ranks_.push_back(std::make_unique<Rank>(std::move(own), fwd, std::move(be), std::move(c), n_ub));
     Rank& k = *ranks_.back();
     if (r > 0) k.logits = k.backend->alloc_host(n_ub, n_vocab());
-    k.backend->load_weights(model.file().data_section());
+    k.backend->load_weights(model.file().data_section(),
+                            plan_ ? k.forward.matrices() : std::vector<backend::ConstTensorView>{});
   }
   seqs_.reserve(static_cast<size_t>(options.n_batch));
 }

@@ -51,6 +51,14 @@ class FamilyForward final : public RankForward {
     output_logits(ctx, w_.head, logits, vocab_counts());
   }
 
+  std::vector<backend::ConstTensorView> matrices() const override {
+    std::vector<backend::ConstTensorView> m = {w_.head.embedding, w_.head.output};
+    for (const Layer& L : w_.layers) {
+      m.insert(m.end(), {L.attn.q, L.attn.k, L.attn.v, L.attn.o, L.ffn.gate, L.ffn.up, L.ffn.down});
+    }
+    return m;
+  }
+
  private:
   Weights<Layer> w_;
 };

@@ -41,6 +41,9 @@ class RankForward {
   // reserved; the positions of a sequence are consecutive from its
   // committed length; every rank of the group runs the same step.
   virtual void forward(ForwardContext& ctx, backend::TensorView logits) const = 0;
+  // Every weight matrix this forward reads (views into the model file; a
+  // rank's are its shards), for a device backend to copy.
+  virtual std::vector<backend::ConstTensorView> matrices() const = 0;
 
  protected:
   RankForward(const HParams& hp, std::vector<int64_t> vocab_counts)

@@ -13,6 +13,7 @@
 #include "backend/cuda/elementwise.h"
 #include "backend/cuda/matvec.h"
 #include "backend/cuda/matvec_q8.h"
+#include "backend/cuda/staged_communicator.h"
 #include "common/error.h"
 
 namespace cohort::cuda {
@@ -30,6 +31,8 @@ constexpr size_t kAttentionWorkspaceBytes = size_t{256} << 20;
 // an 8B model, the output matrix in chunks.
 constexpr int64_t kGemmScratchElems = int64_t{64} << 20;
 constexpr size_t kUploadChunk = size_t{256} << 20;
+// Each packed weight shard starts on this boundary (the kernels need 16 bytes).
+constexpr size_t kShardAlign = 256;
 
 void free_device(void* p) { (void)cudaFree(p); }
 void free_pinned(void* p) { (void)cudaFreeHost(p); }
@@ -67,7 +70,8 @@ int64_t attention_rows(const backend::BackendLimits& l) {
 CudaBackend::CudaBackend(const backend::BackendOptions& options, const backend::BackendLimits& limits)
     : device_index_(select_device(options.device_index)),
       limits_(limits),
-      step_(limits.n_max_tok, (limits.n_max_ctx + limits.kv.block_size - 1) / limits.kv.block_size) {
+      step_(limits.n_max_tok, (limits.n_max_ctx + limits.kv.block_size - 1) / limits.kv.block_size),
+      graphs_(options.graphs) {
   const kv::KvCacheShape& kv = limits.kv;
   if (kv.block_size != kKvBlockSize) {
     fail("cuda{}: the KV cache needs blocks of {} tokens, got {}", device_index_, kKvBlockSize, kv.block_size);
@@ -112,6 +116,11 @@ void CudaBackend::require_room(size_t kv_bytes, size_t scratch_bytes) const {
   }
 }
 
+std::unique_ptr<comm::Communicator> CudaBackend::communicator(comm::CpuGroup& group, int rank) {
+  return std::make_unique<StagedCommunicator>(group, rank, stream_,
+                                              static_cast<size_t>(limits_.n_max_tok * limits_.max_row));
+}
+
 backend::MemoryUse CudaBackend::memory() const {
   return {fmt::format("cuda{}", device_index_), weights_.size(), kv_bytes(), allocated_ + scratch_bytes_};
 }
@@ -141,13 +150,28 @@ backend::Tensor CudaBackend::alloc(int64_t n_rows, int64_t n_cols) {
   return backend::Tensor(static_cast<uint8_t*>(p), free_device, shape);
 }
 
-void CudaBackend::load_weights(std::span<const uint8_t> host) {
+void CudaBackend::require_weight_room(size_t bytes) const {
   size_t free_bytes = 0, total_bytes = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  if (host.size() > free_bytes) {
+  if (bytes > free_bytes) {
     fail("cuda{}: {:.2f} GB of weights do not fit in the {:.2f} GB free on the device", device_index_,
-         static_cast<double>(host.size()) / 1e9, static_cast<double>(free_bytes) / 1e9);
+         static_cast<double>(bytes) / 1e9, static_cast<double>(free_bytes) / 1e9);
   }
+}
+
+void CudaBackend::report_upload(size_t bytes, std::chrono::steady_clock::time_point start, bool progress) const {
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print(stderr, "{}cuda{}: {:.2f} GB of weights on the device in {:.1f} s; KV cache {:.2f} GB (f16)\n",
+             progress ? "\r" : "", device_index_, static_cast<double>(bytes) / 1e9, s,
+             static_cast<double>(kv_bytes()) / 1e9);
+}
+
+void CudaBackend::load_weights(std::span<const uint8_t> host, std::span<const ConstTensorView> shards) {
+  if (!shards.empty()) {
+    load_shards(shards);
+    return;
+  }
+  require_weight_room(host.size());
   const auto start = std::chrono::steady_clock::now();
   weights_ = DeviceBuffer<uint8_t>(host.size());
   int shown = -1;
@@ -160,15 +184,38 @@ void CudaBackend::load_weights(std::span<const uint8_t> host) {
       fmt::print(stderr, "\rcuda{}: uploading weights {:3d}%", device_index_, percent);
     }
   }
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print(stderr, "{}cuda{}: {:.2f} GB of weights on the device in {:.1f} s; KV cache {:.2f} GB (f16)\n",
-             shown >= 0 ? "\r" : "", device_index_, static_cast<double>(host.size()) / 1e9, s,
-             static_cast<double>(kv_bytes()) / 1e9);
+  report_upload(host.size(), start, shown >= 0);
   weights_host_ = host;
+}
+
+void CudaBackend::load_shards(std::span<const ConstTensorView> shards) {
+  const auto packed_row = [](const ConstTensorView& v) { return gguf::row_bytes(v.type, v.n_cols); };
+  const auto round_up = [](size_t n) { return (n + kShardAlign - 1) / kShardAlign * kShardAlign; };
+  size_t total = 0;
+  for (const ConstTensorView& v : shards) {
+    if (!shard_offsets_.contains({v.data, v.n_rows, v.n_cols})) {
+      shard_offsets_[{v.data, v.n_rows, v.n_cols}] = total;
+      total += round_up(packed_row(v) * static_cast<size_t>(v.n_rows));
+    }
+  }
+  require_weight_room(total);
+  const auto start = std::chrono::steady_clock::now();
+  weights_ = DeviceBuffer<uint8_t>(total);
+  for (const ConstTensorView& v : shards) {
+    // A column shard keeps its full rows' stride on the host; each row's
+    // part lands packed, so that the kernels see an ordinary matrix.
+    CUDA_CHECK(cudaMemcpy2D(weights_.data() + shard_offsets_.at({v.data, v.n_rows, v.n_cols}), packed_row(v), v.data,
+                            v.row_bytes, packed_row(v), static_cast<size_t>(v.n_rows), cudaMemcpyHostToDevice));
+  }
+  report_upload(total, start, false);
 }
 
 const void* CudaBackend::on_device(ConstTensorView v) {
   if (v.device == Device::cuda) return v.data;
+  if (!shard_offsets_.empty()) {
+    const auto it = shard_offsets_.find({v.data, v.n_rows, v.n_cols});
+    if (it != shard_offsets_.end()) return weights_.data() + it->second;
+  }
   const uint8_t* base = weights_host_.data();
   if (v.data >= base && v.data < base + weights_host_.size()) return weights_.data() + (v.data - base);
   return f32_on_device(v);

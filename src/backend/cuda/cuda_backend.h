@@ -4,7 +4,9 @@
 //
 // Weights: load_weights() copies the model file's tensor data to the device
 // once, in its file type; a weight view (a host address inside that data)
-// is read at the same offset of the copy. The small F32 vectors of the
+// is read at the same offset of the copy. A tensor-parallel rank copies only
+// its shards instead, each packed into whole rows of its own, found by the
+// view's address and shape. The small F32 vectors of the
 // model (norm weights, biases, RoPE factors) are copied on first use and
 // kept, keyed by their host address (the model outlives its backends).
 //
@@ -30,6 +32,7 @@
 // load_weights(); no op allocates. Thread safety: one thread drives it.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -72,7 +75,9 @@ class CudaBackend final : public backend::Backend {
   backend::Tensor alloc(int64_t n_rows, int64_t n_cols) override;
   backend::Tensor alloc_host(int64_t n_rows, int64_t n_cols) override;
   comm::Queue queue() override { return {stream_}; }
-  void load_weights(std::span<const uint8_t> host) override;
+  void load_weights(std::span<const uint8_t> host, std::span<const backend::ConstTensorView> shards) override;
+  // A StagedCommunicator on this backend's stream.
+  std::unique_ptr<comm::Communicator> communicator(comm::CpuGroup& group, int rank) override;
   void begin_step(const backend::StepInput& in) override;
 
   void get_rows(backend::ConstTensorView table, std::span<const int32_t> ids,
@@ -95,6 +100,9 @@ class CudaBackend final : public backend::Backend {
   const void* on_device(backend::ConstTensorView v);
   const float* f32_on_device(backend::ConstTensorView v);
   KvCacheView kv_layer(int layer);
+  void load_shards(std::span<const backend::ConstTensorView> shards);
+  void require_weight_room(size_t bytes) const;
+  void report_upload(size_t bytes, std::chrono::steady_clock::time_point start, bool progress) const;
   // Fails, naming the sizes, if the KV cache and workspace do not fit.
   void require_room(size_t kv_bytes, size_t scratch_bytes) const;
   // The step replays a graph: the op has nothing to enqueue.
@@ -112,8 +120,19 @@ class CudaBackend final : public backend::Backend {
   int device_index_;
   backend::BackendLimits limits_;
   cudaStream_t stream_ = nullptr;
-  DeviceBuffer<uint8_t> weights_;       // the file's tensor data
-  std::span<const uint8_t> weights_host_;
+  DeviceBuffer<uint8_t> weights_;       // the file's tensor data, or a rank's packed shards
+  std::span<const uint8_t> weights_host_;  // the file's tensor data on the host (whole copies only)
+  struct ShardKey {
+    const void* data;
+    int64_t n_rows, n_cols;
+    bool operator==(const ShardKey&) const = default;
+  };
+  struct ShardHash {
+    size_t operator()(const ShardKey& k) const {
+      return std::hash<const void*>()(k.data) ^ (static_cast<size_t>(k.n_rows) * 1000003u + static_cast<size_t>(k.n_cols));
+    }
+  };
+  std::unordered_map<ShardKey, size_t, ShardHash> shard_offsets_;  // a rank's shards in weights_
   std::unordered_map<const void*, DeviceBuffer<float>> vectors_;
   DeviceBuffer<__half> kv_;             // [n_layer][K, V][n_blocks, block, n_head_kv, head_dim]
   StepBuffers step_;

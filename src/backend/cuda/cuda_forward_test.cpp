@@ -43,8 +43,10 @@ void append(LogitRun& r, std::span<const float> l) { r.logits.insert(r.logits.en
 // Prefill both sequences in one batch (logits on every row), then decode
 // them together, one token each per step.
 LogitRun teacher_forced(const model::Model& m, const std::string& device, const std::vector<int32_t>& a,
-                   const std::vector<int32_t>& b) {
+                   const std::vector<int32_t>& b, std::vector<float> tensor_split = {}) {
   engine::DecoderOptions o;
+  o.split_mode = device.find(',') == std::string::npos ? "none" : "tensor";
+  o.tensor_split = std::move(tensor_split);
   o.n_ctx = 512;
   o.n_batch = 256;
   o.n_ubatch = 128;
@@ -165,7 +167,54 @@ TEST_P(CudaForward, MatchesTheCpuReference) {
   EXPECT_EQ(g.misses, 0) << name << ": top-1 disagreements beyond a near-tie";
 }
 
+// Tensor parallelism with the ranks sharing one GPU (-sm tensor -dev
+// cuda0,cuda0[,cuda0]): each rank holds its packed shards and its part of the
+// KV cache, reduces through the host (StagedCommunicator); the same bounds
+// against the CPU reference as one GPU.
+class CudaTensorParallel : public ::testing::TestWithParam<std::tuple<model::Family, gguf::TensorType>> {};
+
+TEST_P(CudaTensorParallel, SharedGpuRanksMatchTheCpuReference) {
+  COHORT_REQUIRE_CUDA_DEVICE();
+  const auto [family, type] = GetParam();
+  model::RandomModelOptions ro;
+  ro.hp = model::preset("tiny-tp");
+  ro.hp.family = family;
+  ro.type = type;
+  ro.preset_name = "tiny-tp";
+  const std::string name = fmt::format("{}-{}", model::family_name(family), gguf::type_name(type));
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / fmt::format("cohort-cuda-tp-{}-{}.gguf", getpid(), name);
+  model::write_random_model(ro, path.string());
+  const auto m = model::Model::load(path.string());
+  std::filesystem::remove(path);
+  std::mt19937 rng(11);
+  const std::vector<int32_t> a = random_tokens(kPrefillA + kDecodeSteps, ro.hp.n_vocab, rng);
+  const std::vector<int32_t> b = random_tokens(kPrefillB + kDecodeSteps, ro.hp.n_vocab, rng);
+  const LogitRun ref = teacher_forced(*m, "cpu", a, b);
+  for (const auto& [dev, ts] : std::vector<std::pair<std::string, std::vector<float>>>{
+           {"cuda0,cuda0", {}}, {"cuda0,cuda0,cuda0", {2, 1, 1}}}) {
+    const LogitRun gpu = teacher_forced(*m, dev, a, b, ts);
+    ASSERT_EQ(ref.logits.size(), gpu.logits.size());
+    const Agreement g = compare(ref, gpu);
+    std::printf("[ tensor-parallel ] %s -dev %s: mean KLD %.3g, top-1 %.4f, largest disagreement %.2f of its tie "
+                "bound, misses %d\n", name.c_str(), dev.c_str(), g.mean_kld, g.top1, g.worst, g.misses);
+    EXPECT_TRUE(g.finite) << name << " " << dev;
+    EXPECT_LE(g.mean_kld, kMaxMeanKld) << name << " " << dev;
+    EXPECT_EQ(g.misses, 0) << name << " " << dev << ": top-1 disagreements beyond a near-tie";
+    EXPECT_EQ(teacher_forced(*m, dev, a, b, ts).logits, gpu.logits) << name << " " << dev << ": runs differ";
+  }
+}
+
 using gguf::TensorType;
+INSTANTIATE_TEST_SUITE_P(
+    Cuda, CudaTensorParallel,
+    ::testing::Combine(::testing::Values(model::Family::llama, model::Family::qwen2, model::Family::qwen3),
+                       ::testing::Values(TensorType::BF16, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K)),
+    [](const auto& p) {
+      return fmt::format("{}_{}", model::family_name(std::get<0>(p.param)),
+                         gguf::type_name(std::get<1>(p.param)));
+    });
+
 INSTANTIATE_TEST_SUITE_P(
     Cuda, CudaForward,
     ::testing::Combine(::testing::Values(model::Family::llama, model::Family::qwen2, model::Family::qwen3),

@@ -20,7 +20,7 @@ StepGraphs::~StepGraphs() {
 StepGraphs::Mode StepGraphs::begin(const GraphKey& key, cudaStream_t stream) {
   key_ = key;
   mode_ = Mode::eager;
-  if (key.n_tok > kGraphMaxTokens || key.n_logits == 0) return mode_;
+  if (!enabled_ || key.n_tok > kGraphMaxTokens || key.n_logits == 0) return mode_;
   if (graphs_.contains(key)) return mode_ = Mode::replay;
   int& runs = seen_[key];
   if (runs++ == 0 || graphs_.size() >= kMaxGraphs) return mode_;

@@ -43,7 +43,8 @@ class StepGraphs {
  public:
   enum class Mode { eager, capture, replay };
 
-  StepGraphs() = default;
+  // enabled false: every step runs eagerly.
+  explicit StepGraphs(bool enabled = true) : enabled_(enabled) {}
   ~StepGraphs();
   StepGraphs(const StepGraphs&) = delete;
   StepGraphs& operator=(const StepGraphs&) = delete;
@@ -69,6 +70,7 @@ class StepGraphs {
   std::unordered_map<GraphKey, cudaGraphExec_t, Hash> graphs_;
   GraphKey key_;
   Mode mode_ = Mode::eager;
+  bool enabled_ = true;
 };
 
 }  // namespace cohort::cuda
