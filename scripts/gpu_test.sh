@@ -15,8 +15,9 @@
 #      memcheck` (one model file), and a short generation on the GPU under it,
 #      failing on any error it reports,
 #   3b. tensor parallelism with ranks sharing the GPU (-sm tensor -dev
-#      cuda0,cuda0[,cuda0]): a generation under memcheck, and the perplexity
-#      run above within 1% of the CPU's, with its KL divergence,
+#      cuda0,cuda0[,cuda0], -ar p2p and host): a generation under memcheck
+#      and racecheck, and the perplexity run above within 1% of the CPU's,
+#      with its KL divergence,
 #   4. the kernel benchmark (cuda_kernel_bench), JSON lines kept as
 #      kernel-bench.jsonl: copy and GEMM ceilings, then every kernel,
 #   5. `cohort bench -p 512 -n 128` on `mkmodel --preset llama3-8b` in BF16,
@@ -91,7 +92,7 @@ echo "== CUDA unit tests under compute-sanitizer memcheck ($(basename "${models[
 SANITIZER=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
 log="$LOGS/cuda-tests-memcheck.txt"
 COHORT_TEST_MODEL=${models[0]} "$SANITIZER" --tool memcheck --error-exitcode 1 --print-limit 20 \
-  "$BIN/cohort_tests" --gtest_filter='Cuda*-*CudaForward*:*CudaTensorParallel*' >"$log" 2>&1 ||
+  "$BIN/cohort_tests" --gtest_filter='Cuda*-*CudaForward*:*CudaTensorParallel*:*AMillion*' >"$log" 2>&1 ||
   { tail -40 "$log"; echo "memcheck FAILED"; failed+=(memcheck); }
 grep -E "ERROR SUMMARY|^\[  PASSED  \]" "$log" || true
 echo "== a short generation on the GPU under compute-sanitizer memcheck"
@@ -105,12 +106,19 @@ echo "== tensor parallelism with ranks sharing the GPU: a generation under memch
 log="$LOGS/run-tp-memcheck.txt"
 "$BIN/cohort" mkmodel --preset tiny-tp --arch qwen2 --type q4_k -o "$WORK/tiny-tp-qwen2.gguf" 2>/dev/null
 "$SANITIZER" --tool memcheck --error-exitcode 1 --print-limit 20 \
-  "$BIN/cohort" run -m "$WORK/tiny-tp-qwen2.gguf" -sm tensor -dev cuda0,cuda0 -p "a short prompt" -n 24 --temp 0 \
+  "$BIN/cohort" run -m "$WORK/tiny-tp-qwen2.gguf" -sm tensor -dev cuda0,cuda0 -ar p2p -p "a short prompt" -n 24 --temp 0 \
   >"$log" 2>&1 || { tail -40 "$log"; echo "memcheck of a tensor-parallel generation FAILED"; failed+=("memcheck tp"); }
 grep -E "ERROR SUMMARY" "$log" || true
-for layout in "cuda0,cuda0" "cuda0,cuda0,cuda0 -ts 2,1,1"; do
+# racecheck runs one kernel at a time, so -ar p2p (whose ranks' kernels wait
+# for each other) cannot run under it: the ranks reduce through the host.
+log="$LOGS/run-tp-racecheck.txt"
+timeout 300 "$SANITIZER" --tool racecheck --error-exitcode 1 --print-limit 20 \
+  "$BIN/cohort" run -m "$WORK/tiny-tp-qwen2.gguf" -sm tensor -dev cuda0,cuda0 -ar host -p "a short prompt" -n 8 --temp 0 \
+  >"$log" 2>&1 || { tail -40 "$log"; echo "racecheck of a tensor-parallel generation FAILED"; failed+=("racecheck tp"); }
+grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" || true
+for layout in "cuda0,cuda0" "cuda0,cuda0,cuda0 -ts 2,1,1" "cuda0,cuda0 -ar p2p"; do
   name=tp-$(echo "$layout" | tr -c 'a-z0-9' '_')
-  "$BIN/cohort" perplexity -m "$m" -f "$WORK/text.txt" -c 512 --chunks 4 -sm tensor -dev $layout \
+  timeout 120 "$BIN/cohort" perplexity -m "$m" -f "$WORK/text.txt" -c 512 --chunks 4 -sm tensor -dev $layout \
     --kl-divergence-base "$WORK/base.bin" --kl-divergence >"$LOGS/perplexity-$name.txt" 2>&1 ||
     { tail -5 "$LOGS/perplexity-$name.txt"; failed+=("perplexity $layout"); }
   grep -h "Final estimate\|KLD\|Same top" "$LOGS/perplexity-$name.txt" | sed "s/^/-dev $layout: /" || true
@@ -142,7 +150,7 @@ for t in ${COHORT_GPU_8B_TYPES:-bf16 q8_0 q4_k}; do
   grep -h -o '"n_prompt": [0-9]*\|"n_gen": [0-9]*\|"avg_ts": [0-9.]*' "$LOGS/bench-$t.json" | paste -sd' ' |
     sed "s/^/$t: /" || true
   if [ "$t" = bf16 ]; then  # tensor parallel, two ranks sharing the GPU
-    timeout 300 "$BIN/cohort" bench -m "$out" -p 512 -n 128 -r 2 -sm tensor -dev cuda0,cuda0 -o json \
+    timeout 300 "$BIN/cohort" bench -m "$out" -p 512 -n 128 -r 2 -sm tensor -dev cuda0,cuda0 -ar host,p2p -o json \
       >"$LOGS/bench-$t-tp2.json" 2>"$LOGS/bench-$t-tp2.err" ||
       { tail -5 "$LOGS/bench-$t-tp2.err"; echo "tensor-parallel bench of $t FAILED"; failed+=("tp bench $t"); }
     grep -h -o '"n_prompt": [0-9]*\|"n_gen": [0-9]*\|"avg_ts": [0-9.]*' "$LOGS/bench-$t-tp2.json" | paste -sd' ' |

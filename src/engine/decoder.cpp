@@ -1,6 +1,7 @@
 #include "engine/decoder.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include "common/error.h"
@@ -41,11 +42,17 @@ kv::KvCacheShape kv_shape(const model::HParams& hp, const DecoderOptions& o) {
 
 int ubatch_size(const DecoderOptions& o) { return std::min(o.n_ubatch, o.n_batch); }
 
+// -ar, or COHORT_ALLREDUCE where it is set.
+std::string allreduce_of(const DecoderOptions& o) {
+  const char* env = std::getenv("COHORT_ALLREDUCE");
+  return env != nullptr && *env != '\0' ? std::string(env) : o.allreduce;
+}
+
 // A backend for the sizes of `hp` (a rank's, under tensor parallelism) on
-// -dev entry `device` with n_threads CPU threads. A rank of several does not
-// replay graphs: its reductions synchronise with the host.
+// -dev entry `device` with n_threads CPU threads. A rank whose reductions
+// go through the host (-ar host) does not replay graphs.
 std::unique_ptr<backend::Backend> make_backend(const model::HParams& hp, const DecoderOptions& o,
-                                               const std::string& device, int n_threads, bool graphs) {
+                                               const std::string& device, int n_threads, bool tensor) {
   const kv::KvCacheShape kv = kv_shape(hp, o);
   backend::BackendOptions bo;
   const backend::DeviceChoice where = backend::choose_device(device, o.n_gpu_layers);
@@ -54,7 +61,8 @@ std::unique_ptr<backend::Backend> make_backend(const model::HParams& hp, const D
   bo.n_threads = n_threads;
   bo.exact = o.exact;
   bo.poll = o.poll;
-  bo.graphs = graphs;
+  bo.allreduce = allreduce_of(o);
+  bo.graphs = !tensor || bo.allreduce != "host";
   return backend::make_backend(
       bo, model::backend_limits(hp, ubatch_size(o), int64_t{kv.n_blocks} * kv.block_size, kv));
 }
@@ -99,6 +107,9 @@ void DecoderOptions::validate() const {
     fail("-dev lists {} devices ({}); splitting a model over them needs -sm tensor", devs.size(), device);
   }
   if (split_mode == "none" && !tensor_split.empty()) fail("-ts needs -sm tensor");
+  const std::string ar = allreduce_of(*this);
+  if (ar == "nccl") fail("-ar nccl: this build has no NCCL transport yet; use -ar p2p or -ar host");
+  if (ar != "p2p" && ar != "host") fail("-ar {}: unknown transport (p2p, host)", ar);
   if (split_mode == "tensor") {
     const backend::Device first = backend::choose_device(devs.front(), n_gpu_layers).device;
     for (const std::string& d : devs) {
@@ -138,7 +149,7 @@ Decoder::Decoder(const model::Model& model, const DecoderOptions& options)
     std::unique_ptr<model::RankForward> own = plan_ ? model.bind_rank(*plan_, r) : nullptr;
     const model::RankForward& fwd = own ? *own : model.whole();
     auto be = make_backend(fwd.hparams(), options_, devs[static_cast<size_t>(r)],
-                           rank_threads(options_.n_threads, n, r), !group_);
+                           rank_threads(options_.n_threads, n, r), group_ != nullptr);
     std::unique_ptr<comm::Communicator> c;
     if (group_) {
       c = be->communicator(*group_, r);

@@ -49,15 +49,20 @@ std::string params_text(uint64_t n) {
                             : fmt::format("{:.2f} M", static_cast<double>(n) / 1e6);
 }
 
-// As llama-bench: a GPU run shows ngl where a CPU run shows threads.
+// As llama-bench: a GPU run shows ngl where a CPU run shows threads; the
+// split mode (and the transport of GPU ranks) shows when a run splits.
 void print_md(const std::vector<BenchRecord>& records) {
   const bool gpu = std::any_of(records.begin(), records.end(), [](const BenchRecord& r) { return r.n_gpu_layers > 0; });
-  fmt::print("| model | size | params | backend | {} | n_batch | n_ubatch | test | t/s |\n", gpu ? "ngl" : "threads");
-  fmt::print("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
+  const bool split = std::any_of(records.begin(), records.end(), [](const BenchRecord& r) { return r.split_mode != "none"; });
+  fmt::print("| model | size | params | backend | {} |{} n_batch | n_ubatch | test | t/s |\n", gpu ? "ngl" : "threads",
+             split ? (gpu ? " sm | ar |" : " sm |") : "");
+  fmt::print("| --- | ---: | ---: | --- | ---: |{} ---: | ---: | ---: | ---: |\n", split ? (gpu ? " --- | --- |" : " --- |") : "");
   for (const BenchRecord& r : records) {
-    fmt::print("| {} | {} | {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} |\n", r.model_type,
+    const std::string sm = !split ? "" : gpu ? fmt::format(" {} | {} |", r.split_mode, r.allreduce)
+                                             : fmt::format(" {} |", r.split_mode);
+    fmt::print("| {} | {} | {} | {} | {} |{} {} | {} | {} | {:.2f} ± {:.2f} |\n", r.model_type,
                size_text(r.model_size), params_text(r.model_n_params), r.backend,
-               gpu ? r.n_gpu_layers : r.n_threads, r.n_batch, r.n_ubatch, r.test_name(), r.avg_ts(),
+               gpu ? r.n_gpu_layers : r.n_threads, sm, r.n_batch, r.n_ubatch, r.test_name(), r.avg_ts(),
                r.stddev_ts());
   }
 }

@@ -3,6 +3,7 @@
 // rows; one warm-up run per configuration is not counted).
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <memory>
 #include <random>
@@ -43,6 +44,7 @@ struct BenchOptions {
   int n_gpu_layers = -1;  // -ngl
   std::string split_mode = "none";  // -sm
   std::vector<float> tensor_split;  // -ts
+  std::vector<std::string> allreduce{"host"};  // -ar: one configuration per transport
   int poll = kDefaultPoll;
   std::string output = "md";
   bool exact = false;
@@ -169,6 +171,10 @@ BenchRecord configuration_record(const model::Model& model, const BenchOptions& 
   r.n_ubatch = d.n_ubatch;
   r.n_threads = d.n_threads > 0 ? d.n_threads : static_cast<int>(std::thread::hardware_concurrency());
   r.split_mode = d.split_mode;
+  if (d.split_mode == "tensor") {
+    const char* env = std::getenv("COHORT_ALLREDUCE");
+    r.allreduce = env != nullptr && *env != '\0' ? env : d.allreduce;
+  }
   const backend::DeviceChoice where = backend::choose_device(d.devices().front(), d.n_gpu_layers);
   if (where.device == backend::Device::cuda) {
     r.backend = "CUDA";
@@ -232,6 +238,16 @@ void run_configuration(const model::Model& model, const BenchOptions& o, engine:
   }
 }
 
+// The -ub values crossed with the -ar transports (transports only under -sm tensor).
+std::vector<std::pair<int, std::string>> ubatch_and_allreduce(const BenchOptions& o) {
+  std::vector<std::pair<int, std::string>> out;
+  const std::vector<std::string> ars = o.split_mode == "tensor" ? o.allreduce : std::vector<std::string>{"host"};
+  for (int nub : o.n_ubatch) {
+    for (const std::string& ar : ars) out.emplace_back(nub, ar);
+  }
+  return out;
+}
+
 void run_bench(const BenchOptions& o) {
   if (o.repetitions < 1) fail("-r must be at least 1, got {}", o.repetitions);
   for (int n : o.n_parallel) {
@@ -243,8 +259,9 @@ void run_bench(const BenchOptions& o) {
   std::mt19937 rng(1234);
   for (int threads : o.threads) {
     for (int nb : o.n_batch) {
-      for (int nub : o.n_ubatch) {
+      for (const auto& [nub, ar] : ubatch_and_allreduce(o)) {
         engine::DecoderOptions d;
+        d.allreduce = ar;
         d.n_ctx = 16;
         d.n_batch = nb;
         d.n_ubatch = nub;
@@ -287,6 +304,7 @@ void register_bench(CLI::App& app) {
                   "entry per rank (e.g. cpu,cpu)");
   cmd->add_option("--n-gpu-layers", o->n_gpu_layers, "-ngl: 0 computes on the CPU; any other value puts every layer on the GPU");
   add_split_flags(cmd, o->split_mode, o->tensor_split);
+  cmd->add_option("--allreduce", o->allreduce, "-ar: GPU ranks' transports to measure (list: host,p2p)")->delimiter(',');
   cmd->callback([o] { run_bench(*o); });
 }
 

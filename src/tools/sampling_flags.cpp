@@ -30,6 +30,9 @@ void add_decoder_flags(CLI::App* cmd, engine::DecoderOptions& o) {
   cmd->add_option("--n-gpu-layers", o.n_gpu_layers, "-ngl: 0 computes on the CPU; any other value puts every layer on the GPU");
   cmd->add_flag("--exact", o.exact, "CPU reference path: F32 activations in every dot product");
   add_split_flags(cmd, o.split_mode, o.tensor_split);
+  cmd->add_option("--allreduce", o.allreduce,
+                  "-ar: how GPU ranks reduce: host (through host memory, default) or p2p (device memory); "
+                  "COHORT_ALLREDUCE overrides");
 }
 
 void add_split_flags(CLI::App* cmd, std::string& split_mode, std::vector<float>& tensor_split) {

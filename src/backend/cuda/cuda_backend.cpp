@@ -13,6 +13,7 @@
 #include "backend/cuda/elementwise.h"
 #include "backend/cuda/matvec.h"
 #include "backend/cuda/matvec_q8.h"
+#include "backend/cuda/p2p_communicator.h"
 #include "backend/cuda/staged_communicator.h"
 #include "common/error.h"
 
@@ -71,7 +72,8 @@ CudaBackend::CudaBackend(const backend::BackendOptions& options, const backend::
     : device_index_(select_device(options.device_index)),
       limits_(limits),
       step_(limits.n_max_tok, (limits.n_max_ctx + limits.kv.block_size - 1) / limits.kv.block_size),
-      graphs_(options.graphs) {
+      graphs_(options.graphs),
+      allreduce_(options.allreduce) {
   const kv::KvCacheShape& kv = limits.kv;
   if (kv.block_size != kKvBlockSize) {
     fail("cuda{}: the KV cache needs blocks of {} tokens, got {}", device_index_, kKvBlockSize, kv.block_size);
@@ -117,8 +119,9 @@ void CudaBackend::require_room(size_t kv_bytes, size_t scratch_bytes) const {
 }
 
 std::unique_ptr<comm::Communicator> CudaBackend::communicator(comm::CpuGroup& group, int rank) {
-  return std::make_unique<StagedCommunicator>(group, rank, stream_,
-                                              static_cast<size_t>(limits_.n_max_tok * limits_.max_row));
+  const int64_t capacity = limits_.n_max_tok * limits_.max_row;
+  if (allreduce_ == "host") return std::make_unique<StagedCommunicator>(group, rank, stream_, static_cast<size_t>(capacity));
+  return std::make_unique<P2pCommunicator>(group, rank, stream_, capacity);
 }
 
 backend::MemoryUse CudaBackend::memory() const {

@@ -34,6 +34,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -76,7 +77,8 @@ class CudaBackend final : public backend::Backend {
   backend::Tensor alloc_host(int64_t n_rows, int64_t n_cols) override;
   comm::Queue queue() override { return {stream_}; }
   void load_weights(std::span<const uint8_t> host, std::span<const backend::ConstTensorView> shards) override;
-  // A StagedCommunicator on this backend's stream.
+  // On this backend's stream: a P2pCommunicator (-ar p2p), or a
+  // StagedCommunicator (-ar host; the backend must have graphs off).
   std::unique_ptr<comm::Communicator> communicator(comm::CpuGroup& group, int rank) override;
   void begin_step(const backend::StepInput& in) override;
 
@@ -146,6 +148,7 @@ class CudaBackend final : public backend::Backend {
   size_t scratch_bytes_ = 0;  // logits, attention and GEMM scratch, step buffers
   size_t allocated_ = 0;      // bytes handed out by alloc()
   StepGraphs graphs_;
+  std::string allreduce_;  // the transport communicator() makes: p2p or host
   // A residual add not launched yet: x += y (both BF16 [n_rows, n_cols]).
   struct PendingAdd {
     __nv_bfloat16* x = nullptr;

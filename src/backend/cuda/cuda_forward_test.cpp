@@ -43,8 +43,10 @@ void append(LogitRun& r, std::span<const float> l) { r.logits.insert(r.logits.en
 // Prefill both sequences in one batch (logits on every row), then decode
 // them together, one token each per step.
 LogitRun teacher_forced(const model::Model& m, const std::string& device, const std::vector<int32_t>& a,
-                   const std::vector<int32_t>& b, std::vector<float> tensor_split = {}) {
+                   const std::vector<int32_t>& b, std::vector<float> tensor_split = {},
+                   const std::string& allreduce = "p2p") {  // the tests' default: graphs with ranks
   engine::DecoderOptions o;
+  o.allreduce = allreduce;
   o.split_mode = device.find(',') == std::string::npos ? "none" : "tensor";
   o.tensor_split = std::move(tensor_split);
   o.n_ctx = 512;
@@ -169,8 +171,9 @@ TEST_P(CudaForward, MatchesTheCpuReference) {
 
 // Tensor parallelism with the ranks sharing one GPU (-sm tensor -dev
 // cuda0,cuda0[,cuda0]): each rank holds its packed shards and its part of the
-// KV cache, reduces through the host (StagedCommunicator); the same bounds
-// against the CPU reference as one GPU.
+// KV cache and reduces through device memory (-ar p2p, decode steps graphed)
+// or the host (-ar host); the same bounds against the CPU reference as one
+// GPU, and the two transports give the same bits.
 class CudaTensorParallel : public ::testing::TestWithParam<std::tuple<model::Family, gguf::TensorType>> {};
 
 TEST_P(CudaTensorParallel, SharedGpuRanksMatchTheCpuReference) {
@@ -202,6 +205,8 @@ TEST_P(CudaTensorParallel, SharedGpuRanksMatchTheCpuReference) {
     EXPECT_LE(g.mean_kld, kMaxMeanKld) << name << " " << dev;
     EXPECT_EQ(g.misses, 0) << name << " " << dev << ": top-1 disagreements beyond a near-tie";
     EXPECT_EQ(teacher_forced(*m, dev, a, b, ts).logits, gpu.logits) << name << " " << dev << ": runs differ";
+    EXPECT_EQ(teacher_forced(*m, dev, a, b, ts, "host").logits, gpu.logits)
+        << name << " " << dev << ": -ar host and -ar p2p differ";
   }
 }
 

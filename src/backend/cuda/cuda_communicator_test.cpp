@@ -1,0 +1,178 @@
+// GPU ranks sharing one device, through the host (-ar host,
+// StagedCommunicator) and through device memory (-ar p2p, P2pCommunicator):
+// every rank's BF16 device buffer receives bf16(sum in rank order of its
+// contributions), the rounding done here in double arithmetic, bit for bit
+// on every rank, at sizes from 8 elements to the capacity (one kernel block
+// and many), for 2 to 4 ranks and several calls in a row; p2p also inside a
+// CUDA graph replayed for 1,000,000 reductions that start with the call
+// counters just below 2^32; too large a reduction is a clear error.
+#include <barrier>
+#include <memory>
+
+#include "backend/cuda/p2p_communicator.h"
+#include "backend/cuda/staged_communicator.h"
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_test_util.h"
+#include "backend/cuda/device_buffer.h"
+#include "common/error.h"
+
+namespace cohort::cuda {
+namespace {
+
+constexpr size_t kCapacity = size_t{1} << 20;  // F32 elements of staging per rank
+
+// A BF16 value (as bits) of rank r's element i: signs and magnitudes over
+// 2^-12 .. 2^12, so that sums round.
+uint16_t input(int r, int64_t i) {
+  uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ static_cast<uint32_t>(r + 1) * 40503u;
+  h ^= h >> 15;
+  h *= 2246822519u;
+  h ^= h >> 13;
+  const uint32_t exponent = 115 + h % 25, mantissa = (h >> 8) & 0x7f, sign = (h >> 31) & 1;
+  return static_cast<uint16_t>(sign << 15 | exponent << 7 | mantissa);
+}
+
+float f32(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+
+// x rounded to BF16 (ties to even) with double arithmetic, as bits.
+uint16_t bf16_reference(float x) {
+  if (x == 0.0f) return static_cast<uint16_t>(std::bit_cast<uint32_t>(x) >> 16);
+  const int e = std::ilogb(x);
+  const double scale = std::ldexp(1.0, 7 - e);
+  const auto r = static_cast<float>(std::nearbyint(static_cast<double>(x) * scale) / scale);
+  return static_cast<uint16_t>(std::bit_cast<uint32_t>(r) >> 16);
+}
+
+std::unique_ptr<comm::Communicator> make(const std::string& transport, comm::CpuGroup& group, int rank,
+                                          cudaStream_t stream) {
+  if (transport == "host") return std::make_unique<StagedCommunicator>(group, rank, stream, kCapacity);
+  return std::make_unique<P2pCommunicator>(group, rank, stream, static_cast<int64_t>(kCapacity));
+}
+
+class CudaCommunicator : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaCommunicator, RanksSharingOneGpuGetTheRankOrderSum) {
+  COHORT_REQUIRE_CUDA_DEVICE();
+  for (int n_ranks : {2, 3, 4}) {
+    for (int64_t n : {int64_t{8}, int64_t{4096}, int64_t{4104}, int64_t{kCapacity}}) {
+      std::vector<uint16_t> expect(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        float acc = f32(input(0, i));
+        for (int r = 1; r < n_ranks; ++r) acc += f32(input(r, i));
+        expect[static_cast<size_t>(i)] = bf16_reference(acc);
+      }
+      comm::CpuGroup group(n_ranks);
+      std::vector<std::vector<uint16_t>> got(static_cast<size_t>(n_ranks));
+      std::vector<std::thread> threads;
+      for (int r = 0; r < n_ranks; ++r) {
+        threads.emplace_back([&, r] {
+          CUDA_CHECK(cudaSetDevice(0));
+          // Non-blocking, as the backend's: the synchronous copies below run
+          // on the legacy stream, which would otherwise wait for a peer's
+          // kernel that waits for this rank's.
+          cudaStream_t stream = nullptr;
+          CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+          {
+            const std::unique_ptr<comm::Communicator> owned = make(GetParam(), group, r, stream);
+            comm::Communicator& c = *owned;
+            std::vector<uint16_t> mine(static_cast<size_t>(n));
+            DeviceBuffer<uint16_t> x(static_cast<size_t>(n));
+            for (int64_t i = 0; i < n; ++i) mine[static_cast<size_t>(i)] = input(r, i);
+            for (int call = 0; call < 3; ++call) {  // the buffer is reused call after call
+              // On the rank's stream: a plain copy from pageable memory may
+              // return before its data lands, unordered with that stream.
+              CUDA_CHECK(cudaMemcpyAsync(x.data(), mine.data(), mine.size() * 2, cudaMemcpyHostToDevice, stream));
+              c.all_reduce_sum(comm::Buffer{x.data(), comm::DType::bf16, n}, comm::Queue{stream});
+              CUDA_CHECK(cudaStreamSynchronize(stream));
+            }
+            got[static_cast<size_t>(r)] = x.download();
+          }
+          CUDA_CHECK(cudaStreamDestroy(stream));
+        });
+      }
+      for (std::thread& t : threads) t.join();
+      for (int r = 0; r < n_ranks; ++r) {
+        EXPECT_EQ(got[static_cast<size_t>(r)], expect) << n_ranks << " ranks, " << n << " elements, rank " << r;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, CudaCommunicator, ::testing::Values("host", "p2p"));
+
+TEST(CudaP2pCommunicator, AMillionReductionsInAReplayedGraphAcrossTheTokenWrap) {
+  COHORT_REQUIRE_CUDA_DEVICE();
+  constexpr int kRanks = 2, kPerGraph = 100, kReplays = 10000;
+  constexpr int64_t n = 4096;  // an 8 KiB message, the size of a decode step's
+  comm::CpuGroup group(kRanks);
+  std::barrier sync(kRanks);
+  std::vector<std::vector<uint16_t>> got(kRanks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      CUDA_CHECK(cudaSetDevice(0));
+      cudaStream_t stream = nullptr;
+      CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      {
+        P2pCommunicator c(group, r, stream, n);
+        std::vector<uint16_t> mine(n);
+        for (int64_t i = 0; i < n; ++i) mine[static_cast<size_t>(i)] = input(r, i);
+        DeviceBuffer<uint16_t> x(n), start(n);
+        start.upload(mine);
+        const comm::Buffer buf{x.data(), comm::DType::bf16, n};
+        CUDA_CHECK(cudaMemcpy(x.data(), start.data(), n * 2, cudaMemcpyDeviceToDevice));
+        c.all_reduce_sum(buf, comm::Queue{stream});  // connects, outside the capture
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+        sync.arrive_and_wait();
+        c.set_history(0xffffffffu - 1000u);  // the tokens wrap after 1,000 of the calls below
+        sync.arrive_and_wait();
+        cudaGraph_t graph = nullptr;
+        CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+        for (int i = 0; i < kPerGraph; ++i) {  // each call reduces the same contributions
+          CUDA_CHECK(cudaMemcpyAsync(x.data(), start.data(), n * 2, cudaMemcpyDeviceToDevice, stream));
+          c.all_reduce_sum(buf, comm::Queue{stream});
+        }
+        CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+        cudaGraphExec_t exec = nullptr;
+        CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+        for (int i = 0; i < kReplays; ++i) CUDA_CHECK(cudaGraphLaunch(exec, stream));
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+        got[static_cast<size_t>(r)] = x.download();
+        CUDA_CHECK(cudaGraphExecDestroy(exec));
+        CUDA_CHECK(cudaGraphDestroy(graph));
+      }
+      CUDA_CHECK(cudaStreamDestroy(stream));
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  std::vector<uint16_t> expect(n);
+  for (int64_t i = 0; i < n; ++i) expect[static_cast<size_t>(i)] = bf16_reference(f32(input(0, i)) + f32(input(1, i)));
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(got[static_cast<size_t>(r)], expect) << "rank " << r;
+}
+
+TEST(CudaStagedCommunicator, TooLargeAReductionIsAClearError) {
+  COHORT_REQUIRE_CUDA_DEVICE();
+  CUDA_CHECK(cudaSetDevice(0));
+  comm::CpuGroup group(1);
+  StagedCommunicator c(group, 0, nullptr, 16);
+  DeviceBuffer<float> x(17);
+  try {
+    c.all_reduce_sum(comm::Buffer{x.data(), comm::DType::f32, 17}, comm::Queue{});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("exceeds the rank's staging buffer"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace cohort::cuda

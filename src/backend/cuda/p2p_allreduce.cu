@@ -1,0 +1,89 @@
+#include "backend/cuda/p2p_allreduce.h"
+
+#include <algorithm>
+
+
+namespace cohort::cuda {
+namespace {
+
+constexpr int kThreads = 512;
+// Elements a block takes at least: below it, fewer blocks (each block's
+// token round trip costs about as much as moving 8 KiB).
+constexpr int64_t kMinPerBlock = 4096;
+
+__device__ uint32_t load_volatile(const uint32_t* p) { return *static_cast<const volatile uint32_t*>(p); }
+__device__ void store_volatile(uint32_t* p, uint32_t v) { *static_cast<volatile uint32_t*>(p) = v; }
+
+__global__ void __launch_bounds__(kThreads) p2p_all_reduce_kernel(P2pPeers peers, int rank, uint32_t* counters,
+                                                                   __nv_bfloat16* x, int64_t n, int64_t per_block) {
+  const int b = blockIdx.x;
+  __shared__ uint32_t token;
+  if (threadIdx.x == 0) token = counters[b] + 1;
+  __syncthreads();
+  const uint32_t k = token;
+  const int slot = static_cast<int>(k & 1u);
+  const int64_t begin = b * per_block, end = min(n, begin + per_block);
+  const int R = peers.n_ranks;
+  const int64_t cap = peers.capacity;
+  // 1. My chunk into every rank's receive buffer, slot `slot`, row `rank`
+  //    (16 bytes per thread and step).
+  for (int s = 0; s < R; ++s) {
+    __nv_bfloat16* dst = peers.recv[s] + (static_cast<int64_t>(slot) * R + rank) * cap;
+    for (int64_t i = begin + 8 * threadIdx.x; i < end; i += 8 * kThreads) {
+      *reinterpret_cast<uint4*>(dst + i) = *reinterpret_cast<const uint4*>(x + i);
+    }
+  }
+  __threadfence_system();  // each thread's writes before the token that announces them
+  __syncthreads();
+  if (threadIdx.x < R) {
+    const int s = threadIdx.x;
+    store_volatile(peers.flags[s] + (slot * R + rank) * kP2pMaxBlocks + b, k);
+  }
+  // 2. Every rank's token for this block in my flags.
+  if (threadIdx.x < R) {
+    const uint32_t* f = peers.flags[rank] + (slot * R + threadIdx.x) * kP2pMaxBlocks + b;
+    while (load_volatile(f) != k) {
+    }
+    __threadfence_system();
+  }
+  __syncthreads();
+  // 3. The sum in rank order.
+  const __nv_bfloat16* mine = peers.recv[rank] + static_cast<int64_t>(slot) * R * cap;
+  for (int64_t i = begin + 8 * threadIdx.x; i < end; i += 8 * kThreads) {
+    float acc[8];
+    // __ldcg: from L2, where the peers' writes land; L1 may hold this slot's
+    // contents of two calls ago.
+    const uint4 v0 = __ldcg(reinterpret_cast<const uint4*>(mine + i));
+    const __nv_bfloat16* h0 = reinterpret_cast<const __nv_bfloat16*>(&v0);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc[j] = __bfloat162float(h0[j]);
+    for (int s = 1; s < R; ++s) {
+      const uint4 v = __ldcg(reinterpret_cast<const uint4*>(mine + s * cap + i));
+      const __nv_bfloat16* h = reinterpret_cast<const __nv_bfloat16*>(&v);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc[j] += __bfloat162float(h[j]);
+    }
+    uint4 out;
+    __nv_bfloat16* o = reinterpret_cast<__nv_bfloat16*>(&out);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) o[j] = __float2bfloat16_rn(acc[j]);
+    *reinterpret_cast<uint4*>(x + i) = out;
+  }
+  if (threadIdx.x == 0) counters[b] = k;
+}
+
+}  // namespace
+
+int p2p_blocks(int64_t n) {
+  return static_cast<int>(std::clamp<int64_t>((n + kMinPerBlock - 1) / kMinPerBlock, 1, kP2pMaxBlocks));
+}
+
+cudaError_t launch_p2p_all_reduce(const P2pPeers& peers, int rank, uint32_t* counters, __nv_bfloat16* x, int64_t n,
+                                  cudaStream_t stream) {
+  const int blocks = p2p_blocks(n);
+  const int64_t per_block = (n / 8 + blocks - 1) / blocks * 8;
+  p2p_all_reduce_kernel<<<blocks, kThreads, 0, stream>>>(peers, rank, counters, x, n, per_block);
+  return cudaGetLastError();
+}
+
+}  // namespace cohort::cuda

@@ -1,0 +1,119 @@
+#include "backend/cuda/p2p_communicator.h"
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "backend/cuda/cuda_check.h"
+#include "common/error.h"
+
+namespace cohort::cuda {
+
+// The buffers of every rank of one group, filled in as the ranks are made.
+struct P2pCommunicator::Registry {
+  std::mutex mu;
+  std::vector<__nv_bfloat16*> recv;
+  std::vector<uint32_t*> flags;
+  std::vector<int> device;
+};
+
+namespace {
+
+// One registry per group; a group's registry lives as long as a rank of it.
+std::shared_ptr<void> registry_of(const comm::CpuGroup& group, const std::function<std::shared_ptr<void>()>& make) {
+  static std::mutex mu;
+  static std::map<const comm::CpuGroup*, std::weak_ptr<void>> registries;
+  std::lock_guard lock(mu);
+  std::shared_ptr<void> r = registries[&group].lock();
+  if (!r) {
+    r = make();
+    registries[&group] = r;
+  }
+  return r;
+}
+
+}  // namespace
+
+P2pCommunicator::P2pCommunicator(comm::CpuGroup& group, int rank, cudaStream_t stream, int64_t capacity)
+    : host_(group, rank), stream_(stream), capacity_(capacity) {
+  const int n = group.n_ranks();
+  if (n > kP2pMaxRanks) fail("-ar p2p: at most {} ranks, got {}", kP2pMaxRanks, n);
+  CUDA_CHECK(cudaGetDevice(&device_));
+  recv_ = DeviceBuffer<__nv_bfloat16>(static_cast<size_t>(2 * n * capacity));
+  flags_ = DeviceBuffer<uint32_t>(static_cast<size_t>(2 * n * kP2pMaxBlocks));
+  counters_ = DeviceBuffer<uint32_t>(kP2pMaxBlocks);
+  CUDA_CHECK(cudaMemset(flags_.data(), 0, flags_.size() * sizeof(uint32_t)));
+  CUDA_CHECK(cudaMemset(counters_.data(), 0, counters_.size() * sizeof(uint32_t)));
+  registry_ = std::static_pointer_cast<Registry>(registry_of(group, [n] {
+    auto r = std::make_shared<Registry>();
+    r->recv.assign(static_cast<size_t>(n), nullptr);
+    r->flags.assign(static_cast<size_t>(n), nullptr);
+    r->device.assign(static_cast<size_t>(n), -1);
+    return std::static_pointer_cast<void>(r);
+  }));
+  std::lock_guard lock(registry_->mu);
+  registry_->recv[static_cast<size_t>(rank)] = recv_.data();
+  registry_->flags[static_cast<size_t>(rank)] = flags_.data();
+  registry_->device[static_cast<size_t>(rank)] = device_;
+}
+
+P2pCommunicator::~P2pCommunicator() {
+  if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
+}
+
+void P2pCommunicator::connect() {
+  float arrived = 0.0f;
+  host_.all_reduce_sum(&arrived, 1);  // every rank has registered its buffers
+  std::lock_guard lock(registry_->mu);
+  const int n = world_size();
+  peers_.n_ranks = n;
+  peers_.capacity = capacity_;
+  for (int s = 0; s < n; ++s) {
+    peers_.recv[s] = registry_->recv[static_cast<size_t>(s)];
+    peers_.flags[s] = registry_->flags[static_cast<size_t>(s)];
+    const int peer = registry_->device[static_cast<size_t>(s)];
+    if (peer == device_) continue;
+    int can = 0;
+    CUDA_CHECK(cudaDeviceCanAccessPeer(&can, device_, peer));
+    if (!can) fail("-ar p2p: cuda{} cannot reach cuda{} (no peer access); -ar host works without it", device_, peer);
+    const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) {
+      (void)cudaGetLastError();
+    } else {
+      CUDA_CHECK(e);
+    }
+  }
+  connected_ = true;
+}
+
+void P2pCommunicator::set_history(uint32_t last) {
+  const int n = world_size();
+  std::vector<uint32_t> counters(kP2pMaxBlocks, last), flags(flags_.size());
+  for (int slot = 0; slot < 2; ++slot) {
+    const uint32_t token = (last & 1u) == static_cast<uint32_t>(slot) ? last : last - 1;
+    for (int s = 0; s < n; ++s) {
+      for (int b = 0; b < kP2pMaxBlocks; ++b) flags[static_cast<size_t>((slot * n + s) * kP2pMaxBlocks + b)] = token;
+    }
+  }
+  counters_.upload(counters);
+  flags_.upload(flags);
+}
+
+void P2pCommunicator::reduce(comm::Buffer x, comm::Queue) {
+  if (x.type != comm::DType::bf16) fail("-ar p2p reduces BF16 buffers, got {}", comm::dtype_name(x.type));
+  if (x.n <= 0 || x.n > capacity_ || x.n % 8 != 0) {
+    fail("-ar p2p: a reduction of {} elements (at most {}, a multiple of 8)", x.n, capacity_);
+  }
+  if (reinterpret_cast<uintptr_t>(x.data) % 16 != 0) fail("-ar p2p: the buffer is not 16-byte aligned");
+  if (!connected_) connect();
+  CUDA_CHECK(launch_p2p_all_reduce(peers_, rank(), counters_.data(), static_cast<__nv_bfloat16*>(x.data), x.n,
+                                   stream_));
+}
+
+void P2pCommunicator::gather(comm::ConstBuffer send, comm::Buffer recv, std::span<const int64_t> counts,
+                             int64_t n_rows, comm::Queue queue) {
+  host_.all_gather(send, recv, counts, n_rows, queue);
+}
+
+}  // namespace cohort::cuda
