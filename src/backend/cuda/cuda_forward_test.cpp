@@ -44,7 +44,7 @@ void append(LogitRun& r, std::span<const float> l) { r.logits.insert(r.logits.en
 // them together, one token each per step.
 LogitRun teacher_forced(const model::Model& m, const std::string& device, const std::vector<int32_t>& a,
                    const std::vector<int32_t>& b, std::vector<float> tensor_split = {},
-                   const std::string& allreduce = "p2p") {  // the tests' default: graphs with ranks
+                   const std::string& allreduce = "p2p") {
   engine::DecoderOptions o;
   o.allreduce = allreduce;
   o.split_mode = device.find(',') == std::string::npos ? "none" : "tensor";
