@@ -1,7 +1,6 @@
 #include "engine/decoder.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <thread>
 
 #include "common/error.h"
@@ -42,12 +41,6 @@ kv::KvCacheShape kv_shape(const model::HParams& hp, const DecoderOptions& o) {
 
 int ubatch_size(const DecoderOptions& o) { return std::min(o.n_ubatch, o.n_batch); }
 
-// -ar, or COHORT_ALLREDUCE where it is set.
-std::string allreduce_of(const DecoderOptions& o) {
-  const char* env = std::getenv("COHORT_ALLREDUCE");
-  return env != nullptr && *env != '\0' ? std::string(env) : o.allreduce;
-}
-
 // A backend for the sizes of `hp` (a rank's, under tensor parallelism) on
 // -dev entry `device` with n_threads CPU threads. A rank whose reductions
 // go through the host (-ar host) does not replay graphs.
@@ -61,7 +54,7 @@ std::unique_ptr<backend::Backend> make_backend(const model::HParams& hp, const D
   bo.n_threads = n_threads;
   bo.exact = o.exact;
   bo.poll = o.poll;
-  bo.allreduce = allreduce_of(o);
+  bo.allreduce = o.transport();
   bo.graphs = !tensor || bo.allreduce != "host";
   return backend::make_backend(
       bo, model::backend_limits(hp, ubatch_size(o), int64_t{kv.n_blocks} * kv.block_size, kv));
@@ -76,61 +69,7 @@ int rank_threads(int n_threads, int n_ranks, int rank) {
   return std::max(1, total / n_ranks + (rank < total % n_ranks ? 1 : 0));
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  for (;;) {
-    const size_t comma = s.find(',', at);
-    out.push_back(s.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-    if (comma == std::string::npos) return out;
-    at = comma + 1;
-  }
-}
-
 }  // namespace
-
-void DecoderOptions::validate() const {
-  if (n_ctx < 1) fail("-c (context size) must be at least 1, got {}", n_ctx);
-  if (n_batch < 1) fail("-b (batch size) must be at least 1, got {}", n_batch);
-  if (n_ubatch < 1) fail("-ub (micro-batch size) must be at least 1, got {}", n_ubatch);
-  if (n_threads < 0) fail("-t (threads) must not be negative, got {}", n_threads);
-  if (poll < 0 || poll > kMaxPoll) fail("--poll must be in 0..{}, got {}", kMaxPoll, poll);
-  if (block_size < 1) fail("KV block size must be at least 1, got {}", block_size);
-  if (split_mode != "none" && split_mode != "tensor") {
-    fail("-sm {}: cohort splits a model by tensor (-sm tensor) or not at all (-sm none)", split_mode);
-  }
-  if (split_mode == "tensor" && device.empty()) {
-    fail("-sm tensor needs -dev with one device per rank (e.g. -dev cpu,cpu)");
-  }
-  const std::vector<std::string> devs = device.empty() ? std::vector<std::string>{""} : devices();
-  if (split_mode == "none" && devs.size() > 1) {
-    fail("-dev lists {} devices ({}); splitting a model over them needs -sm tensor", devs.size(), device);
-  }
-  if (split_mode == "none" && !tensor_split.empty()) fail("-ts needs -sm tensor");
-  const std::string ar = allreduce_of(*this);
-  if (ar == "nccl") fail("-ar nccl: this build has no NCCL transport yet; use -ar p2p or -ar host");
-  if (ar != "p2p" && ar != "host") fail("-ar {}: unknown transport (p2p, host)", ar);
-  if (split_mode == "tensor") {
-    const backend::Device first = backend::choose_device(devs.front(), n_gpu_layers).device;
-    for (const std::string& d : devs) {
-      if (backend::choose_device(d, n_gpu_layers).device != first) {
-        fail("-sm tensor -dev {}: every rank must be on the same kind of device (all cpu or all cuda)", device);
-      }
-    }
-    if (!tensor_split.empty() && tensor_split.size() != devs.size()) {
-      fail("-ts has {} values for {} ranks (-dev {})", tensor_split.size(), devs.size(), device);
-    }
-  }
-}
-
-std::vector<std::string> DecoderOptions::devices() const {
-  if (device.empty()) return {device};
-  std::vector<std::string> devs = split_list(device);
-  for (const std::string& d : devs) {
-    if (d.empty()) fail("-dev '{}' has an empty entry", device);
-  }
-  return devs;
-}
 
 Decoder::Decoder(const model::Model& model, const DecoderOptions& options)
     : model_(model),

@@ -64,6 +64,8 @@ struct DecoderOptions {
   // cohort::Error for an empty entry in a list.
   std::vector<std::string> devices() const;
   int n_ranks() const { return static_cast<int>(devices().size()); }
+  // -ar, or COHORT_ALLREDUCE where it is set.
+  std::string transport() const;
 };
 
 class Decoder {

@@ -3,7 +3,6 @@
 // rows; one warm-up run per configuration is not counted).
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <ctime>
 #include <memory>
 #include <random>
@@ -171,10 +170,7 @@ BenchRecord configuration_record(const model::Model& model, const BenchOptions& 
   r.n_ubatch = d.n_ubatch;
   r.n_threads = d.n_threads > 0 ? d.n_threads : static_cast<int>(std::thread::hardware_concurrency());
   r.split_mode = d.split_mode;
-  if (d.split_mode == "tensor") {
-    const char* env = std::getenv("COHORT_ALLREDUCE");
-    r.allreduce = env != nullptr && *env != '\0' ? env : d.allreduce;
-  }
+  if (d.split_mode == "tensor") r.allreduce = d.transport();
   const backend::DeviceChoice where = backend::choose_device(d.devices().front(), d.n_gpu_layers);
   if (where.device == backend::Device::cuda) {
     r.backend = "CUDA";

@@ -1,0 +1,82 @@
+// DecoderOptions: the checks of -c -b -ub -t --poll and of the split flags
+// (-sm -dev -ts -ar), and the -dev list.
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "common/error.h"
+#include "engine/decoder.h"
+
+namespace cohort::engine {
+namespace {
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  for (;;) {
+    const size_t comma = s.find(',', at);
+    out.push_back(s.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) return out;
+    at = comma + 1;
+  }
+}
+
+void validate_split(const DecoderOptions& o) {
+  const std::string& split_mode = o.split_mode;
+  const std::string& device = o.device;
+  if (split_mode != "none" && split_mode != "tensor") {
+    fail("-sm {}: cohort splits a model by tensor (-sm tensor) or not at all (-sm none)", split_mode);
+  }
+  if (split_mode == "tensor" && device.empty()) {
+    fail("-sm tensor needs -dev with one device per rank (e.g. -dev cpu,cpu)");
+  }
+  const std::vector<std::string> devs = o.devices();
+  if (split_mode == "none" && devs.size() > 1) {
+    fail("-dev lists {} devices ({}); splitting a model over them needs -sm tensor", devs.size(), device);
+  }
+  if (split_mode == "none" && !o.tensor_split.empty()) fail("-ts needs -sm tensor");
+  const std::string ar = o.transport();
+  if (ar == "nccl") fail("-ar nccl: this build has no NCCL transport yet; use -ar p2p or -ar host");
+  if (ar != "p2p" && ar != "host") fail("-ar {}: unknown transport (p2p, host)", ar);
+  if (split_mode == "tensor") {
+    const backend::Device first = backend::choose_device(devs.front(), o.n_gpu_layers).device;
+    for (const std::string& d : devs) {
+      if (backend::choose_device(d, o.n_gpu_layers).device != first) {
+        fail("-sm tensor -dev {}: every rank must be on the same kind of device (all cpu or all cuda)", device);
+      }
+    }
+    if (!o.tensor_split.empty() && o.tensor_split.size() != devs.size()) {
+      fail("-ts has {} values for {} ranks (-dev {})", o.tensor_split.size(), devs.size(), device);
+    }
+  }
+}
+
+}  // namespace
+
+void DecoderOptions::validate() const {
+  if (n_ctx < 1) fail("-c (context size) must be at least 1, got {}", n_ctx);
+  if (n_batch < 1) fail("-b (batch size) must be at least 1, got {}", n_batch);
+  if (n_ubatch < 1) fail("-ub (micro-batch size) must be at least 1, got {}", n_ubatch);
+  if (n_threads < 0) fail("-t (threads) must not be negative, got {}", n_threads);
+  if (poll < 0 || poll > kMaxPoll) fail("--poll must be in 0..{}, got {}", kMaxPoll, poll);
+  if (block_size < 1) fail("KV block size must be at least 1, got {}", block_size);
+  validate_split(*this);
+}
+
+std::vector<std::string> DecoderOptions::devices() const {
+  if (device.empty()) return {device};
+  std::vector<std::string> devs = split_list(device);
+  for (const std::string& d : devs) {
+    if (d.empty()) fail("-dev '{}' has an empty entry", device);
+  }
+  return devs;
+}
+
+std::string DecoderOptions::transport() const {
+  const char* env = std::getenv("COHORT_ALLREDUCE");
+  return env != nullptr && *env != '\0' ? std::string(env) : allreduce;
+}
+
+}  // namespace cohort::engine
