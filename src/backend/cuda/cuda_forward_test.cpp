@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -139,25 +140,32 @@ std::vector<int32_t> random_tokens(int n, int64_t n_vocab, std::mt19937& rng) {
   return t;
 }
 
+// A random model of `preset` in that family and type, loaded (its file removed).
+std::unique_ptr<model::Model> random_model(const std::string& preset, model::Family family, gguf::TensorType type) {
+  model::RandomModelOptions ro;
+  ro.hp = model::preset(preset);
+  ro.hp.family = family;
+  ro.type = type;
+  ro.preset_name = preset;
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() /
+      fmt::format("cohort-cuda-{}-{}-{}-{}.gguf", preset, getpid(), model::family_name(family), gguf::type_name(type));
+  model::write_random_model(ro, path.string());
+  auto m = model::Model::load(path.string());
+  std::filesystem::remove(path);
+  return m;
+}
+
 class CudaForward : public ::testing::TestWithParam<std::tuple<model::Family, gguf::TensorType>> {};
 
 TEST_P(CudaForward, MatchesTheCpuReference) {
   COHORT_REQUIRE_CUDA_DEVICE();
   const auto [family, type] = GetParam();
-  model::RandomModelOptions ro;
-  ro.hp = model::preset("tiny");
-  ro.hp.family = family;
-  ro.type = type;
-  ro.preset_name = "tiny";
   const std::string name = fmt::format("{}-{}", model::family_name(family), gguf::type_name(type));
-  const std::filesystem::path path =
-      std::filesystem::temp_directory_path() / fmt::format("cohort-cuda-forward-{}-{}.gguf", getpid(), name);
-  model::write_random_model(ro, path.string());
-  const auto m = model::Model::load(path.string());
-  std::filesystem::remove(path);
+  const auto m = random_model("tiny", family, type);
   std::mt19937 rng(7);
-  const std::vector<int32_t> a = random_tokens(kPrefillA + kDecodeSteps, ro.hp.n_vocab, rng);
-  const std::vector<int32_t> b = random_tokens(kPrefillB + kDecodeSteps, ro.hp.n_vocab, rng);
+  const std::vector<int32_t> a = random_tokens(kPrefillA + kDecodeSteps, m->hparams().n_vocab, rng);
+  const std::vector<int32_t> b = random_tokens(kPrefillB + kDecodeSteps, m->hparams().n_vocab, rng);
   const LogitRun ref = teacher_forced(*m, "cpu", a, b);
   const LogitRun gpu = teacher_forced(*m, "cuda0", a, b);
   ASSERT_EQ(ref.logits.size(), gpu.logits.size());
@@ -179,20 +187,11 @@ class CudaTensorParallel : public ::testing::TestWithParam<std::tuple<model::Fam
 TEST_P(CudaTensorParallel, SharedGpuRanksMatchTheCpuReference) {
   COHORT_REQUIRE_CUDA_DEVICE();
   const auto [family, type] = GetParam();
-  model::RandomModelOptions ro;
-  ro.hp = model::preset("tiny-tp");
-  ro.hp.family = family;
-  ro.type = type;
-  ro.preset_name = "tiny-tp";
   const std::string name = fmt::format("{}-{}", model::family_name(family), gguf::type_name(type));
-  const std::filesystem::path path =
-      std::filesystem::temp_directory_path() / fmt::format("cohort-cuda-tp-{}-{}.gguf", getpid(), name);
-  model::write_random_model(ro, path.string());
-  const auto m = model::Model::load(path.string());
-  std::filesystem::remove(path);
+  const auto m = random_model("tiny-tp", family, type);
   std::mt19937 rng(11);
-  const std::vector<int32_t> a = random_tokens(kPrefillA + kDecodeSteps, ro.hp.n_vocab, rng);
-  const std::vector<int32_t> b = random_tokens(kPrefillB + kDecodeSteps, ro.hp.n_vocab, rng);
+  const std::vector<int32_t> a = random_tokens(kPrefillA + kDecodeSteps, m->hparams().n_vocab, rng);
+  const std::vector<int32_t> b = random_tokens(kPrefillB + kDecodeSteps, m->hparams().n_vocab, rng);
   const LogitRun ref = teacher_forced(*m, "cpu", a, b);
   for (const auto& [dev, ts] : std::vector<std::pair<std::string, std::vector<float>>>{
            {"cuda0,cuda0", {}}, {"cuda0,cuda0,cuda0", {2, 1, 1}}}) {
