@@ -25,6 +25,7 @@ std::shared_ptr<void> registry_of(const comm::CpuGroup& group, const std::functi
   static std::mutex mu;
   static std::map<const comm::CpuGroup*, std::weak_ptr<void>> registries;
   std::lock_guard lock(mu);
+  std::erase_if(registries, [](const auto& entry) { return entry.second.expired(); });  // groups gone
   std::shared_ptr<void> r = registries[&group].lock();
   if (!r) {
     r = make();
