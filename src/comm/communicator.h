@@ -76,8 +76,11 @@ class Communicator {
   // before r. With n_rows = 1 it is the plain concatenation of the slices
   // (vocabulary-split logits of one token); with n_rows tokens it assembles
   // [n_tokens, n_vocab] logits. Counts may differ between ranks and may be 0.
+  // A rank may pass recv {nullptr, type, 0}: it contributes its slice and
+  // receives nothing (the ranks whose copy of the logits nobody reads).
   // REQUIRES: send and recv of one type, send.n == n_rows * counts[rank()],
-  // recv.n == n_rows * sum(counts), send and recv not overlapping.
+  // recv.n == n_rows * sum(counts) (or 0 with a null recv), send and recv not
+  // overlapping.
   void all_gather(ConstBuffer send, Buffer recv, std::span<const int64_t> counts, int64_t n_rows,
                   Queue queue) {
     gather(send, recv, counts, n_rows, queue);

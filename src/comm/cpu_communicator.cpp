@@ -87,14 +87,14 @@ void CpuCommunicator::gather(ConstBuffer send, Buffer recv, std::span<const int6
   group_.barrier_.arrive_and_wait();  // every slice posted
   int64_t total = 0;
   for (int64_t c : counts) total += c;
-  assert(recv.n == n_rows * total);
+  assert(recv.data == nullptr ? recv.n == 0 : recv.n == n_rows * total);
   const size_t es = dtype_bytes(recv.type);
   auto* out = static_cast<uint8_t*>(recv.data);
   for (size_t r = 0, offset = 0; r < slots.size(); offset += static_cast<size_t>(counts[r]), ++r) {
     assert(slots[r].n == n_rows * counts[r] && slots[r].type == recv.type);
     const auto* in = static_cast<const uint8_t*>(slots[r].send);
     const size_t row_bytes = static_cast<size_t>(counts[r]) * es;
-    if (row_bytes == 0) continue;
+    if (row_bytes == 0 || out == nullptr) continue;
     for (int64_t row = 0; row < n_rows; ++row) {
       std::memcpy(out + (static_cast<size_t>(row * total) + offset) * es,
                   in + static_cast<size_t>(row) * row_bytes, row_bytes);

@@ -5,6 +5,7 @@
 // a row, spinning and sleeping.
 #include "comm/cpu_communicator.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -178,6 +179,19 @@ TEST(CpuCommunicator, AllGatherConcatenatesUnequalSlicesInRankOrder) {
                         n_rows, kHostQueue);
       });
       for (int r = 0; r < n_ranks; ++r) ASSERT_EQ(recv[static_cast<size_t>(r)], want) << "rank " << r;
+      // Ranks that pass no receive buffer only contribute (here all but rank 2).
+      for (auto& v : recv) std::fill(v.begin(), v.end(), uint8_t{0xee});
+      run_ranks(n_ranks, kDefaultPoll, [&](Communicator& comm) {
+        const auto r = static_cast<size_t>(comm.rank());
+        const Buffer into = r == 2 ? Buffer{recv[r].data(), type, n_rows * total} : Buffer{nullptr, type, 0};
+        comm.all_gather({send[r].data(), type, n_rows * counts[r]}, into, counts, n_rows, kHostQueue);
+      });
+      ASSERT_EQ(recv[2], want);
+      for (int r = 0; r < n_ranks; ++r) {
+        const std::vector<uint8_t>& v = recv[static_cast<size_t>(r)];
+        if (r == 2) continue;
+        ASSERT_TRUE(std::all_of(v.begin(), v.end(), [](uint8_t b) { return b == 0xee; })) << "rank " << r;
+      }
     }
   }
 }

@@ -8,15 +8,14 @@
 namespace cohort::engine {
 
 // One rank: its forward (the whole model's, or its shards'), the backend it
-// runs on, its communicator and activations. Ranks after the first also
-// receive the gathered logits, into a buffer of their own.
+// runs on, its communicator and activations. Only rank 0 receives the
+// gathered logits.
 struct Decoder::Rank {
   std::unique_ptr<model::RankForward> owned;  // a tensor-parallel rank's forward
   const model::RankForward& forward;
   std::unique_ptr<backend::Backend> backend;
   std::unique_ptr<comm::Communicator> comm;
   model::Workspace ws;
-  backend::Tensor logits;  // ranks > 0: [n_ubatch, n_vocab]
 
   Rank(std::unique_ptr<model::RankForward> own, const model::RankForward& fwd,
        std::unique_ptr<backend::Backend> be, std::unique_ptr<comm::Communicator> c, int64_t n_ub)
@@ -97,7 +96,6 @@ Decoder::Decoder(const model::Model& model, const DecoderOptions& options)
     }
     ranks_.push_back(std::make_unique<Rank>(std::move(own), fwd, std::move(be), std::move(c), n_ub));
     Rank& k = *ranks_.back();
-    if (r > 0) k.logits = k.backend->alloc_host(n_ub, n_vocab());
     k.backend->load_weights(model.file().data_section(),
                             plan_ ? k.forward.matrices() : std::vector<backend::ConstTensorView>{});
   }
@@ -129,7 +127,7 @@ void Decoder::run_step(const backend::StepInput& in, backend::TensorView out) {
     Rank& k = *ranks_[static_cast<size_t>(r)];
     k.backend->begin_step(step.in);
     model::ForwardContext ctx{k.forward.hparams(), *k.backend, *k.comm, k.ws, step.in};
-    k.forward.forward(ctx, r == 0 ? step.out : k.logits.view().rows(0, step.in.n_logits()));
+    k.forward.forward(ctx, r == 0 ? step.out : backend::TensorView{});
   };
   if (ranks_.size() == 1) {
     one(0);

@@ -36,7 +36,8 @@ class RankForward {
 
   // Runs the micro-batch ctx.in: writes its K/V into the backend's cache
   // and, for the rows in.logit_rows, the full logits [in.n_logits(),
-  // n_vocab] into `logits` (gathered over the ranks when split).
+  // n_vocab] into `logits` (gathered over the ranks when split; a rank
+  // whose logits nobody reads passes an empty view and only contributes).
   // REQUIRES: in.n_tok <= ctx.ws.n_max_tok; every token's KV slot is
   // reserved; the positions of a sequence are consecutive from its
   // committed length; every rank of the group runs the same step.
