@@ -116,7 +116,7 @@ timeout 300 "$SANITIZER" --tool racecheck --error-exitcode 1 --print-limit 20 \
   "$BIN/cohort" run -m "$WORK/tiny-tp-qwen2.gguf" -sm tensor -dev cuda0,cuda0 -ar host -p "a short prompt" -n 8 --temp 0 \
   >"$log" 2>&1 || { tail -40 "$log"; echo "racecheck of a tensor-parallel generation FAILED"; failed+=("racecheck tp"); }
 grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" || true
-for layout in "cuda0,cuda0" "cuda0,cuda0,cuda0 -ts 2,1,1" "cuda0,cuda0 -ar host"; do
+for layout in "cuda0,cuda0" "cuda0,cuda0 -ar p2p" "cuda0,cuda0,cuda0 -ts 2,1,1" "cuda0,cuda0,cuda0 -ts 2,1,1 -ar p2p"; do
   name=tp-$(echo "$layout" | tr -c 'a-z0-9' '_')
   timeout 120 "$BIN/cohort" perplexity -m "$m" -f "$WORK/text.txt" -c 512 --chunks 4 -sm tensor -dev $layout \
     --kl-divergence-base "$WORK/base.bin" --kl-divergence >"$LOGS/perplexity-$name.txt" 2>&1 ||

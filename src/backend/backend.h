@@ -61,7 +61,7 @@ struct BackendOptions {
   int poll = kDefaultPoll;  // how long waiting CPU workers spin before sleeping, 0..100 (--poll)
   bool graphs = true;  // GPU: replay decode steps as graphs (off for ranks whose reductions
                        //   synchronise with the host, see communicator())
-  std::string allreduce = "p2p";  // GPU ranks' transport (-ar): p2p (device memory) or host
+  std::string allreduce = "host";  // GPU ranks' transport (-ar): host or p2p (device memory)
 };
 
 // The largest step a backend must hold, from the model's shape and -ub / -c.

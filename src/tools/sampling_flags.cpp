@@ -31,7 +31,7 @@ void add_decoder_flags(CLI::App* cmd, engine::DecoderOptions& o) {
   cmd->add_flag("--exact", o.exact, "CPU reference path: F32 activations in every dot product");
   add_split_flags(cmd, o.split_mode, o.tensor_split);
   cmd->add_option("--allreduce", o.allreduce,
-                  "-ar: how GPU ranks reduce: p2p (device memory, default) or host (through host memory); "
+                  "-ar: how GPU ranks reduce: host (through host memory, default) or p2p (device memory); "
                   "COHORT_ALLREDUCE overrides");
 }
 

@@ -1,5 +1,6 @@
 #include "backend/cuda/p2p_communicator.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -16,6 +17,7 @@ struct P2pCommunicator::Registry {
   std::vector<__nv_bfloat16*> recv;
   std::vector<uint32_t*> flags;
   std::vector<int> device;
+  std::vector<int64_t> capacity;  // each rank's; they differ where -ts splits unevenly
 };
 
 namespace {
@@ -51,12 +53,14 @@ P2pCommunicator::P2pCommunicator(comm::CpuGroup& group, int rank, cudaStream_t s
     r->recv.assign(static_cast<size_t>(n), nullptr);
     r->flags.assign(static_cast<size_t>(n), nullptr);
     r->device.assign(static_cast<size_t>(n), -1);
+    r->capacity.assign(static_cast<size_t>(n), 0);
     return std::static_pointer_cast<void>(r);
   }));
   std::lock_guard lock(registry_->mu);
   registry_->recv[static_cast<size_t>(rank)] = recv_.data();
   registry_->flags[static_cast<size_t>(rank)] = flags_.data();
   registry_->device[static_cast<size_t>(rank)] = device_;
+  registry_->capacity[static_cast<size_t>(rank)] = capacity_;
 }
 
 P2pCommunicator::~P2pCommunicator() {
@@ -69,6 +73,9 @@ void P2pCommunicator::connect() {
   std::lock_guard lock(registry_->mu);
   const int n = world_size();
   peers_.n_ranks = n;
+  // A rank writes into its peers' buffers at offsets of the same layout, so
+  // every rank uses the smallest capacity (each buffer holds at least that).
+  capacity_ = *std::min_element(registry_->capacity.begin(), registry_->capacity.end());
   peers_.capacity = capacity_;
   for (int s = 0; s < n; ++s) {
     peers_.recv[s] = registry_->recv[static_cast<size_t>(s)];
@@ -103,11 +110,11 @@ void P2pCommunicator::set_history(uint32_t last) {
 
 void P2pCommunicator::reduce(comm::Buffer x, comm::Queue) {
   if (x.type != comm::DType::bf16) fail("-ar p2p reduces BF16 buffers, got {}", comm::dtype_name(x.type));
+  if (!connected_) connect();
   if (x.n <= 0 || x.n > capacity_ || x.n % 8 != 0) {
     fail("-ar p2p: a reduction of {} elements (at most {}, a multiple of 8)", x.n, capacity_);
   }
   if (reinterpret_cast<uintptr_t>(x.data) % 16 != 0) fail("-ar p2p: the buffer is not 16-byte aligned");
-  if (!connected_) connect();
   CUDA_CHECK(launch_p2p_all_reduce(peers_, rank(), counters_.data(), static_cast<__nv_bfloat16*>(x.data), x.n,
                                    stream_));
 }

@@ -31,7 +31,8 @@ namespace cohort::cuda {
 
 class P2pCommunicator final : public comm::Communicator {
  public:
-  // capacity: the most elements one reduction has. REQUIRES: group outlives
+  // capacity: the most elements one reduction has (ranks may differ; the
+  // group uses the smallest). REQUIRES: group outlives
   // this object; every rank of the group makes a P2pCommunicator.
   P2pCommunicator(comm::CpuGroup& group, int rank, cudaStream_t stream, int64_t capacity);
   ~P2pCommunicator() override;
