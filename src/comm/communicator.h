@@ -17,7 +17,8 @@
 // stream of device work (a cudaStream_t for GPU implementations). On a GPU a
 // call only enqueues work: the data is reduced when the queue reaches it, and
 // the call may be captured in a CUDA graph and replayed. Implementations
-// must therefore not synchronise with the host inside a call, must not
+// must therefore not wait for the device inside a call (a GPU one may fence
+// an uncaptured launch with host barriers among the ranks), must not
 // allocate per call (buffers, flags and events are allocated when the
 // communicator is made), and must keep any per-call state (such as
 // alternating slots) on the device. CPU implementations ignore the queue and

@@ -59,6 +59,8 @@ CpuCommunicator::CpuCommunicator(CpuGroup& group, int rank) : group_(group), ran
   assert(rank >= 0 && rank < group.n_ranks());
 }
 
+void CpuCommunicator::barrier() { group_.barrier_.arrive_and_wait(); }
+
 void CpuCommunicator::reduce(Buffer x, Queue) {
   std::vector<CpuGroup::Slot>& slots = group_.slots_;
   CpuGroup::Slot& mine = slots[static_cast<size_t>(rank_)];

@@ -65,6 +65,10 @@ class CpuCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int world_size() const override { return group_.n_ranks(); }
 
+  // Returns once every rank of the group has called it (the same phase
+  // counting as the collectives; call it from every rank alike).
+  void barrier();
+
  protected:
   void reduce(Buffer x, Queue queue) override;
   void gather(ConstBuffer send, Buffer recv, std::span<const int64_t> counts, int64_t n_rows,

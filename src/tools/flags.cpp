@@ -1,7 +1,6 @@
 #include "tools/flags.h"
 
 #include <array>
-#include <cstdlib>
 #include <string_view>
 #include <utility>
 
@@ -26,14 +25,6 @@ std::vector<std::string> normalize_flags(int argc, char** argv) {
     out.push_back(std::move(replaced));
   }
   return out;
-}
-
-void prepare_environment(const std::vector<std::string>& args) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const bool tensor = args[i] == "--split-mode=tensor" || (args[i] == "--split-mode" && i + 1 < args.size() &&
-                                                             args[i + 1] == "tensor");
-    if (tensor) setenv("CUDA_MODULE_LOADING", "EAGER", 0);
-  }
 }
 
 }  // namespace cohort::tools

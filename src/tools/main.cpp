@@ -27,7 +27,6 @@ int main(int argc, char** argv) {
   cohort::tools::register_devices(app);
   try {
     const std::vector<std::string> args = cohort::tools::normalize_flags(argc, argv);
-    cohort::tools::prepare_environment(args);
     std::vector<const char*> normalized;
     for (const std::string& a : args) normalized.push_back(a.c_str());
     app.parse(argc, normalized.data());

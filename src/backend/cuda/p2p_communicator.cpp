@@ -115,8 +115,22 @@ void P2pCommunicator::reduce(comm::Buffer x, comm::Queue) {
     fail("-ar p2p: a reduction of {} elements (at most {}, a multiple of 8)", x.n, capacity_);
   }
   if (reinterpret_cast<uintptr_t>(x.data) % 16 != 0) fail("-ar p2p: the buffer is not 16-byte aligned");
+  // Outside a graph capture the launch is fenced by two host barriers. A
+  // rank's kernel waits on the GPU until every peer has launched its own;
+  // meanwhile a peer's host thread may call into CUDA in a way that waits for
+  // the device to go idle (cuBLASLt loads its kernels at their first use,
+  // and that load waits), and then it never launches: both wait for ever.
+  // Between the barriers the ranks only launch this kernel, so whenever any
+  // rank does anything else, every reduction on the device has all its
+  // kernels launched and finishes. Captured steps need no fence: a key's
+  // first step runs eagerly (StepGraphs), so its capture loads nothing.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(stream_, &capture));
+  const bool fenced = capture == cudaStreamCaptureStatusNone;
+  if (fenced) host_.barrier();
   CUDA_CHECK(launch_p2p_all_reduce(peers_, rank(), counters_.data(), static_cast<__nv_bfloat16*>(x.data), x.n,
                                    stream_));
+  if (fenced) host_.barrier();
 }
 
 void P2pCommunicator::gather(comm::ConstBuffer send, comm::Buffer recv, std::span<const int64_t> counts,

@@ -1,8 +1,9 @@
 // The collectives of GPU ranks of one process over device memory (`-ar
 // p2p`): all_reduce_sum is one kernel per rank (p2p_allreduce.h) that writes
 // into its peers' receive buffers directly, through peer access between
-// GPUs or within one GPU that several ranks share; it synchronises with
-// nothing on the host and may be captured in a CUDA graph. Same arithmetic
+// GPUs or within one GPU that several ranks share, and may be captured in a
+// CUDA graph. Outside a capture its launch is fenced by two host barriers
+// (reduce() says why); replayed graphs meet no host at all. Same arithmetic
 // and bits as comm::CpuCommunicator and StagedCommunicator on BF16 buffers.
 // all_gather reads and writes host buffers (the logits) and is the CPU one.
 //
