@@ -17,7 +17,8 @@
 #   3b. tensor parallelism with ranks sharing the GPU (-sm tensor -dev
 #      cuda0,cuda0[,cuda0], -ar p2p and host): a generation under memcheck
 #      and racecheck, and the perplexity run above within 1% of the CPU's,
-#      with its KL divergence,
+#      with its KL divergence, host and p2p (and p2p forced onto the host)
+#      the same bits; `cohort ar-bench` (JSON per -dev) and under memcheck,
 #   4. the kernel benchmark (cuda_kernel_bench), JSON lines kept as
 #      kernel-bench.jsonl: copy and GEMM ceilings, then every kernel,
 #   5. `cohort bench -p 512 -n 128` on `mkmodel --preset llama3-8b` in BF16,
@@ -116,7 +117,8 @@ timeout 300 "$SANITIZER" --tool racecheck --error-exitcode 1 --print-limit 20 \
   "$BIN/cohort" run -m "$WORK/tiny-tp-qwen2.gguf" -sm tensor -dev cuda0,cuda0 -ar host -p "a short prompt" -n 8 --temp 0 \
   >"$log" 2>&1 || { tail -40 "$log"; echo "racecheck of a tensor-parallel generation FAILED"; failed+=("racecheck tp"); }
 grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" || true
-for layout in "cuda0,cuda0" "cuda0,cuda0 -ar p2p" "cuda0,cuda0,cuda0 -ts 2,1,1" "cuda0,cuda0,cuda0 -ts 2,1,1 -ar p2p"; do
+for layout in "cuda0,cuda0 -ar host" "cuda0,cuda0 -ar p2p" "cuda0,cuda0 -ts 1,3 -ar p2p" \
+  "cuda0,cuda0,cuda0 -ts 2,1,1 -ar host" "cuda0,cuda0,cuda0 -ts 2,1,1 -ar p2p"; do
   name=tp-$(echo "$layout" | tr -c 'a-z0-9' '_')
   timeout 120 "$BIN/cohort" perplexity -m "$m" -f "$WORK/text.txt" -c 512 --chunks 4 -sm tensor -dev $layout \
     --kl-divergence-base "$WORK/base.bin" --kl-divergence >"$LOGS/perplexity-$name.txt" 2>&1 ||
@@ -129,6 +131,33 @@ print(f"tensor-parallel GPU / CPU perplexity: {ppl[1] / ppl[0]:.5f}")
 sys.exit(0 if abs(ppl[1] / ppl[0] - 1) <= 0.01 else 1)
 PY
 done
+
+# host and p2p give the same bits; so does p2p forced onto the host, with its warning.
+COHORT_DISABLE_P2P=1 timeout 120 "$BIN/cohort" perplexity -m "$m" -f "$WORK/text.txt" -c 512 --chunks 4 -sm tensor \
+  -dev cuda0,cuda0,cuda0 -ts 2,1,1 -ar p2p >"$LOGS/perplexity-tp-fallback.txt" 2>&1 || failed+=("perplexity fallback")
+python3 - "$LOGS"/perplexity-tp-cuda0_cuda0_cuda0__ts_2_1_1__ar_{host,p2p}_.txt "$LOGS/perplexity-tp-fallback.txt" \
+  "$LOGS"/perplexity-tp-cuda0_cuda0__ar_{host,p2p}_.txt <<'PY' || failed+=("host and p2p bits")
+import re, sys
+ppl = [re.search(r"PPL = ([0-9.]+)", open(f).read()).group(1) for f in sys.argv[1:]]
+warned = "warning: -ar p2p: COHORT_DISABLE_P2P=1" in open(sys.argv[3]).read()
+print(f"host, p2p, forced fallback (-ts 2,1,1): {ppl[:3]}, warned: {warned}; 2 ranks host, p2p: {ppl[3:]}")
+sys.exit(0 if ppl[0] == ppl[1] == ppl[2] and ppl[3] == ppl[4] and warned else 1)
+PY
+
+echo "== ar-bench (two ranks sharing the GPU; one rank for NCCL), and memcheck of it"
+for dev in cuda0,cuda0 cuda0; do
+  timeout 120 "$BIN/cohort" ar-bench -dev $dev -o json >"$LOGS/ar-bench-$dev.json" 2>&1 || failed+=("ar-bench $dev")
+  python3 - "$LOGS/ar-bench-$dev.json" <<'PY' || true
+import json, sys
+for r in json.load(open(sys.argv[1])):
+    if "skipped" in r: print(f"{r['devices']} {r['transport']:4} graph {r['graph']!s:5} skipped: {r['skipped']}")
+    else: print(f"{r['devices']} {r['transport']:4} graph {r['graph']!s:5} {r['bytes']:>9} B: median {r['median_us']:8.2f} us, p99 {r['p99_us']:8.2f} us, busbw {r['busbw_gbs']:6.1f} GB/s")
+PY
+done
+log="$LOGS/ar-bench-memcheck.txt"
+"$SANITIZER" --tool memcheck --error-exitcode 1 --print-limit 20 "$BIN/cohort" ar-bench --sizes 8K,1M -ar host,p2p \
+  >"$log" 2>&1 || { tail -40 "$log"; echo "memcheck of ar-bench FAILED"; failed+=("memcheck ar-bench"); }
+grep -E "ERROR SUMMARY" "$log" || true
 
 echo "== kernel benchmark"
 "$BIN/cuda_kernel_bench" | tee "$LOGS/kernel-bench.jsonl" || failed+=(kernel-bench)

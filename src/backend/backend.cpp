@@ -60,6 +60,30 @@ DeviceChoice choose_device(const std::string& dev, int n_gpu_layers) {
   fail("-dev: unknown device '{}' (cpu, cuda0, cuda1, ...; `cohort devices` lists them)", dev);
 }
 
+std::string resolve_transport(const std::string& requested, const std::vector<DeviceChoice>& devices) {
+  if (requested != "p2p") return requested;
+  std::string why;
+  const char* disable = std::getenv("COHORT_DISABLE_P2P");
+  if (disable != nullptr && std::string(disable) == "1") why = "COHORT_DISABLE_P2P=1";
+#if COHORT_HAS_CUDA
+  if (why.empty()) {
+    const cuda::DeviceList list = cuda::list_devices();
+    for (const DeviceChoice& a : devices) {
+      for (const DeviceChoice& b : devices) {
+        if (a.device != Device::cuda || b.device != Device::cuda || a.index == b.index) continue;
+        const auto n = static_cast<int>(list.peer.size());
+        if (a.index >= n || b.index >= n || !list.peer[a.index][b.index]) {
+          why = fmt::format("cuda{} cannot reach cuda{} (no peer access)", a.index, b.index);
+        }
+      }
+    }
+  }
+#endif
+  if (why.empty()) return requested;
+  fmt::print(stderr, "warning: -ar p2p: {}; reducing through the host (-ar host) instead\n", why);
+  return "host";
+}
+
 std::unique_ptr<Backend> make_backend(const BackendOptions& options, const BackendLimits& limits) {
   if (limits.n_max_tok < 1 || limits.n_max_ctx < 1 || limits.max_row < 1 || limits.head_dim < 1) {
     fail("backend: impossible limits ({} tokens, {} positions, rows of {}, heads of {})",

@@ -61,7 +61,7 @@ struct BackendOptions {
   int poll = kDefaultPoll;  // how long waiting CPU workers spin before sleeping, 0..100 (--poll)
   bool graphs = true;  // GPU: replay decode steps as graphs (off for ranks whose reductions
                        //   synchronise with the host, see communicator())
-  std::string allreduce = "host";  // GPU ranks' transport (-ar): host or p2p (device memory)
+  std::string allreduce = "p2p";  // GPU ranks' transport (-ar): p2p, nccl or host (resolve_transport())
 };
 
 // The largest step a backend must hold, from the model's shape and -ub / -c.
@@ -152,6 +152,12 @@ struct DeviceChoice {
 // GPU (a model is not split between the CPU and a GPU). Throws cohort::Error
 // for an unknown device name.
 DeviceChoice choose_device(const std::string& dev, int n_gpu_layers);
+
+// The transport GPU ranks on `devices` reduce with, for -ar `requested`:
+// `p2p` becomes `host`, with a warning on stderr, where two of the GPUs
+// cannot reach each other's memory or COHORT_DISABLE_P2P=1 is set; anything
+// else is returned as it is (the decoder's options check the names).
+std::string resolve_transport(const std::string& requested, const std::vector<DeviceChoice>& devices);
 
 // The one place a backend is chosen. Throws cohort::Error naming the device
 // if it is not built in, and for impossible limits.

@@ -44,7 +44,8 @@ int ubatch_size(const DecoderOptions& o) { return std::min(o.n_ubatch, o.n_batch
 // -dev entry `device` with n_threads CPU threads. A rank whose reductions
 // go through the host (-ar host) does not replay graphs.
 std::unique_ptr<backend::Backend> make_backend(const model::HParams& hp, const DecoderOptions& o,
-                                               const std::string& device, int n_threads, bool tensor) {
+                                               const std::string& device, int n_threads, bool tensor,
+                                               const std::string& transport) {
   const kv::KvCacheShape kv = kv_shape(hp, o);
   backend::BackendOptions bo;
   const backend::DeviceChoice where = backend::choose_device(device, o.n_gpu_layers);
@@ -53,7 +54,7 @@ std::unique_ptr<backend::Backend> make_backend(const model::HParams& hp, const D
   bo.n_threads = n_threads;
   bo.exact = o.exact;
   bo.poll = o.poll;
-  bo.allreduce = o.transport();
+  bo.allreduce = transport;
   bo.graphs = !tensor || bo.allreduce != "host";
   return backend::make_backend(
       bo, model::backend_limits(hp, ubatch_size(o), int64_t{kv.n_blocks} * kv.block_size, kv));
@@ -83,11 +84,14 @@ Decoder::Decoder(const model::Model& model, const DecoderOptions& options)
     plan_ = std::make_unique<model::ShardPlan>(model.shard_plan(n, options_.tensor_split));
     group_ = std::make_unique<comm::CpuGroup>(n, options_.poll);
   }
+  std::vector<backend::DeviceChoice> where;
+  for (const std::string& d : devs) where.push_back(backend::choose_device(d, options_.n_gpu_layers));
+  const std::string transport = plan_ ? backend::resolve_transport(options_.transport(), where) : options_.transport();
   for (int r = 0; r < n; ++r) {
     std::unique_ptr<model::RankForward> own = plan_ ? model.bind_rank(*plan_, r) : nullptr;
     const model::RankForward& fwd = own ? *own : model.whole();
     auto be = make_backend(fwd.hparams(), options_, devs[static_cast<size_t>(r)],
-                           rank_threads(options_.n_threads, n, r), group_ != nullptr);
+                           rank_threads(options_.n_threads, n, r), group_ != nullptr, transport);
     std::unique_ptr<comm::Communicator> c;
     if (group_) {
       c = be->communicator(*group_, r);

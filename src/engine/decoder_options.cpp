@@ -38,13 +38,23 @@ void validate_split(const DecoderOptions& o) {
   }
   if (split_mode == "none" && !o.tensor_split.empty()) fail("-ts needs -sm tensor");
   const std::string ar = o.transport();
-  if (ar == "nccl") fail("-ar nccl: this build has no NCCL transport yet; use -ar p2p or -ar host");
-  if (ar != "p2p" && ar != "host") fail("-ar {}: unknown transport (p2p, host)", ar);
+  if (ar != "p2p" && ar != "host" && ar != "nccl") fail("-ar {}: unknown transport (nccl, host, p2p)", ar);
   if (split_mode == "tensor") {
     const backend::Device first = backend::choose_device(devs.front(), o.n_gpu_layers).device;
     for (const std::string& d : devs) {
       if (backend::choose_device(d, o.n_gpu_layers).device != first) {
         fail("-sm tensor -dev {}: every rank must be on the same kind of device (all cpu or all cuda)", device);
+      }
+    }
+    if (ar == "nccl" && first == backend::Device::cuda) {
+      for (size_t i = 0; i < devs.size(); ++i) {
+        for (size_t j = 0; j < i; ++j) {
+          const int a = backend::choose_device(devs[i], o.n_gpu_layers).index;
+          if (a == backend::choose_device(devs[j], o.n_gpu_layers).index) {
+            fail("-ar nccl -dev {}: NCCL runs one rank per GPU, and {} is listed twice; ranks that share a GPU "
+                 "reduce with -ar p2p or -ar host", device, devs[i]);
+          }
+        }
       }
     }
     if (!o.tensor_split.empty() && o.tensor_split.size() != devs.size()) {

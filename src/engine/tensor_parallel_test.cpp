@@ -11,6 +11,7 @@
 // reference path: tests/python/test_tensor_parallel.py bounds it by that.)
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -20,6 +21,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "common/error.h"
 #include "engine/decoder.h"
 #include "model/model.h"
@@ -183,10 +185,35 @@ TEST(TensorParallelOptions, ImpossibleFlagsAreClearErrors) {
   EXPECT_NE(error_of(o).find("empty entry"), std::string::npos) << error_of(o);
   o.device = "";
   EXPECT_NE(error_of(o).find("needs -dev"), std::string::npos) << error_of(o);
+  o.device = "cuda0,cuda1,cuda0";
+  o.allreduce = "nccl";
+  EXPECT_NE(error_of(o).find("NCCL runs one rank per GPU, and cuda0 is listed twice"), std::string::npos)
+      << error_of(o);
+  o.allreduce = "mpi";
+  EXPECT_NE(error_of(o).find("-ar mpi: unknown transport (nccl, host, p2p)"), std::string::npos) << error_of(o);
+  o.allreduce = "p2p";
   o.device = "cpu";
   o.tensor_split = {};
   EXPECT_EQ(error_of(o), "") << "one rank under -sm tensor works";
   std::filesystem::remove(path);
+}
+
+// -ar p2p without peer access (forced here) reduces through the host, with
+// a warning; ranks sharing one GPU need no peer access.
+TEST(TensorParallelOptions, P2pFallsBackToTheHostWithAWarning) {
+  using backend::Device;
+  const std::vector<backend::DeviceChoice> shared{{Device::cuda, 0}, {Device::cuda, 0}};
+  unsetenv("COHORT_DISABLE_P2P");
+  EXPECT_EQ(backend::resolve_transport("p2p", shared), "p2p");
+  EXPECT_EQ(backend::resolve_transport("nccl", shared), "nccl");
+  setenv("COHORT_DISABLE_P2P", "1", 1);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(backend::resolve_transport("p2p", shared), "host");
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(warning.find("warning: -ar p2p: COHORT_DISABLE_P2P=1; reducing through the host"), std::string::npos)
+      << warning;
+  EXPECT_EQ(backend::resolve_transport("host", shared), "host");
+  unsetenv("COHORT_DISABLE_P2P");
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ struct BenchOptions {
   int n_gpu_layers = -1;  // -ngl
   std::string split_mode = "none";  // -sm
   std::vector<float> tensor_split;  // -ts
-  std::vector<std::string> allreduce{"host"};  // -ar: one configuration per transport
+  std::vector<std::string> allreduce{"p2p"};  // -ar: one configuration per transport
   int poll = kDefaultPoll;
   std::string output = "md";
   bool exact = false;
@@ -300,7 +300,7 @@ void register_bench(CLI::App& app) {
                   "entry per rank (e.g. cpu,cpu)");
   cmd->add_option("--n-gpu-layers", o->n_gpu_layers, "-ngl: 0 computes on the CPU; any other value puts every layer on the GPU");
   add_split_flags(cmd, o->split_mode, o->tensor_split);
-  cmd->add_option("--allreduce", o->allreduce, "-ar: GPU ranks' transports to measure (list: host,p2p)")->delimiter(',');
+  cmd->add_option("--allreduce", o->allreduce, "-ar: GPU ranks' transports to measure (list: nccl,host,p2p)")->delimiter(',');
   cmd->callback([o] { run_bench(*o); });
 }
 

@@ -19,5 +19,6 @@ void register_serve(CLI::App& app);
 void register_perplexity(CLI::App& app);
 void register_bench_serve(CLI::App& app);
 void register_devices(CLI::App& app);
+void register_ar_bench(CLI::App& app);
 
 }  // namespace cohort::tools

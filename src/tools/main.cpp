@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   cohort::tools::register_perplexity(app);
   cohort::tools::register_bench_serve(app);
   cohort::tools::register_devices(app);
+  cohort::tools::register_ar_bench(app);
   try {
     const std::vector<std::string> args = cohort::tools::normalize_flags(argc, argv);
     std::vector<const char*> normalized;

@@ -31,8 +31,8 @@ void add_decoder_flags(CLI::App* cmd, engine::DecoderOptions& o) {
   cmd->add_flag("--exact", o.exact, "CPU reference path: F32 activations in every dot product");
   add_split_flags(cmd, o.split_mode, o.tensor_split);
   cmd->add_option("--allreduce", o.allreduce,
-                  "-ar: how GPU ranks reduce: host (through host memory, default) or p2p (device memory); "
-                  "COHORT_ALLREDUCE overrides");
+                  "-ar: how GPU ranks reduce: p2p (device memory, default; host where peer access is missing), "
+                  "nccl (one rank per GPU) or host (through host memory); COHORT_ALLREDUCE overrides");
 }
 
 void add_split_flags(CLI::App* cmd, std::string& split_mode, std::vector<float>& tensor_split) {

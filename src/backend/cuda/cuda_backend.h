@@ -77,8 +77,9 @@ class CudaBackend final : public backend::Backend {
   backend::Tensor alloc_host(int64_t n_rows, int64_t n_cols) override;
   comm::Queue queue() override { return {stream_}; }
   void load_weights(std::span<const uint8_t> host, std::span<const backend::ConstTensorView> shards) override;
-  // On this backend's stream: a P2pCommunicator (-ar p2p), or a
-  // StagedCommunicator (-ar host; the backend must have graphs off).
+  // On this backend's stream: a P2pCommunicator (-ar p2p), an
+  // NcclCommunicator (-ar nccl), or a StagedCommunicator (-ar host; the
+  // backend must have graphs off).
   std::unique_ptr<comm::Communicator> communicator(comm::CpuGroup& group, int rank) override;
   void begin_step(const backend::StepInput& in) override;
 

@@ -5,10 +5,13 @@
 // on every rank, at sizes from 8 elements to the capacity (one kernel block
 // and many), for 2 to 4 ranks and several calls in a row; p2p also inside a
 // CUDA graph replayed for 1,000,000 reductions that start with the call
-// counters just below 2^32; too large a reduction is a clear error.
+// counters just below 2^32; too large a reduction is a clear error. NCCL
+// (-ar nccl) with one rank per visible GPU.
+#include <algorithm>
 #include <barrier>
 #include <memory>
 
+#include "backend/cuda/nccl_communicator.h"
 #include "backend/cuda/p2p_communicator.h"
 #include "backend/cuda/staged_communicator.h"
 
@@ -158,6 +161,46 @@ TEST(CudaP2pCommunicator, AMillionReductionsInAReplayedGraphAcrossTheTokenWrap) 
   std::vector<uint16_t> expect(n);
   for (int64_t i = 0; i < n; ++i) expect[static_cast<size_t>(i)] = bf16_reference(f32(input(0, i)) + f32(input(1, i)));
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(got[static_cast<size_t>(r)], expect) << "rank " << r;
+}
+
+// NCCL with one rank per visible GPU (one rank on a one-GPU machine: the
+// call path, the rank's join and the in-place identity): on up to two ranks
+// a single F32 addition rounded to BF16, the bits of the rank-order sum.
+TEST(CudaNcclCommunicator, OneRankPerGpuGetsTheSum) {
+  COHORT_REQUIRE_CUDA_DEVICE();
+  int n_ranks = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&n_ranks));
+  n_ranks = std::min(n_ranks, 2);
+  constexpr int64_t n = 4104;
+  comm::CpuGroup group(n_ranks);
+  std::vector<std::vector<uint16_t>> got(static_cast<size_t>(n_ranks));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n_ranks; ++r) {
+    threads.emplace_back([&, r] {
+      CUDA_CHECK(cudaSetDevice(r));
+      cudaStream_t stream = nullptr;
+      CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      {
+        NcclCommunicator c(group, r, stream);
+        std::vector<uint16_t> mine(n);
+        for (int64_t i = 0; i < n; ++i) mine[static_cast<size_t>(i)] = input(r, i);
+        DeviceBuffer<uint16_t> x(n);
+        CUDA_CHECK(cudaMemcpyAsync(x.data(), mine.data(), n * 2, cudaMemcpyHostToDevice, stream));
+        c.all_reduce_sum(comm::Buffer{x.data(), comm::DType::bf16, n}, comm::Queue{stream});
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+        got[static_cast<size_t>(r)] = x.download();
+      }
+      CUDA_CHECK(cudaStreamDestroy(stream));
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  std::vector<uint16_t> expect(n);
+  for (int64_t i = 0; i < n; ++i) {
+    float acc = f32(input(0, i));
+    for (int r = 1; r < n_ranks; ++r) acc += f32(input(r, i));
+    expect[static_cast<size_t>(i)] = bf16_reference(acc);
+  }
+  for (int r = 0; r < n_ranks; ++r) EXPECT_EQ(got[static_cast<size_t>(r)], expect) << n_ranks << " ranks, rank " << r;
 }
 
 TEST(CudaStagedCommunicator, TooLargeAReductionIsAClearError) {

@@ -1,12 +1,12 @@
 #include "backend/cuda/p2p_communicator.h"
 
 #include <algorithm>
-#include <functional>
-#include <map>
 #include <mutex>
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/group_state.h"
+#include "backend/cuda/rank_fence.h"
 #include "common/error.h"
 
 namespace cohort::cuda {
@@ -20,24 +20,6 @@ struct P2pCommunicator::Registry {
   std::vector<int64_t> capacity;  // each rank's; they differ where -ts splits unevenly
 };
 
-namespace {
-
-// One registry per group; a group's registry lives as long as a rank of it.
-std::shared_ptr<void> registry_of(const comm::CpuGroup& group, const std::function<std::shared_ptr<void>()>& make) {
-  static std::mutex mu;
-  static std::map<const comm::CpuGroup*, std::weak_ptr<void>> registries;
-  std::lock_guard lock(mu);
-  std::erase_if(registries, [](const auto& entry) { return entry.second.expired(); });  // groups gone
-  std::shared_ptr<void> r = registries[&group].lock();
-  if (!r) {
-    r = make();
-    registries[&group] = r;
-  }
-  return r;
-}
-
-}  // namespace
-
 P2pCommunicator::P2pCommunicator(comm::CpuGroup& group, int rank, cudaStream_t stream, int64_t capacity)
     : host_(group, rank), stream_(stream), capacity_(capacity) {
   const int n = group.n_ranks();
@@ -48,14 +30,14 @@ P2pCommunicator::P2pCommunicator(comm::CpuGroup& group, int rank, cudaStream_t s
   counters_ = DeviceBuffer<uint32_t>(kP2pMaxBlocks);
   CUDA_CHECK(cudaMemset(flags_.data(), 0, flags_.size() * sizeof(uint32_t)));
   CUDA_CHECK(cudaMemset(counters_.data(), 0, counters_.size() * sizeof(uint32_t)));
-  registry_ = std::static_pointer_cast<Registry>(registry_of(group, [n] {
+  registry_ = group_state<Registry>(group, [n] {
     auto r = std::make_shared<Registry>();
     r->recv.assign(static_cast<size_t>(n), nullptr);
     r->flags.assign(static_cast<size_t>(n), nullptr);
     r->device.assign(static_cast<size_t>(n), -1);
     r->capacity.assign(static_cast<size_t>(n), 0);
-    return std::static_pointer_cast<void>(r);
-  }));
+    return r;
+  });
   std::lock_guard lock(registry_->mu);
   registry_->recv[static_cast<size_t>(rank)] = recv_.data();
   registry_->flags[static_cast<size_t>(rank)] = flags_.data();
@@ -115,22 +97,10 @@ void P2pCommunicator::reduce(comm::Buffer x, comm::Queue) {
     fail("-ar p2p: a reduction of {} elements (at most {}, a multiple of 8)", x.n, capacity_);
   }
   if (reinterpret_cast<uintptr_t>(x.data) % 16 != 0) fail("-ar p2p: the buffer is not 16-byte aligned");
-  // Outside a graph capture the launch is fenced by two host barriers. A
-  // rank's kernel waits on the GPU until every peer has launched its own;
-  // meanwhile a peer's host thread may call into CUDA in a way that waits for
-  // the device to go idle (cuBLASLt loads its kernels at their first use,
-  // and that load waits), and then it never launches: both wait for ever.
-  // Between the barriers the ranks only launch this kernel, so whenever any
-  // rank does anything else, every reduction on the device has all its
-  // kernels launched and finishes. Captured steps need no fence: a key's
-  // first step runs eagerly (StepGraphs), so its capture loads nothing.
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  CUDA_CHECK(cudaStreamIsCapturing(stream_, &capture));
-  const bool fenced = capture == cudaStreamCaptureStatusNone;
-  if (fenced) host_.barrier();
-  CUDA_CHECK(launch_p2p_all_reduce(peers_, rank(), counters_.data(), static_cast<__nv_bfloat16*>(x.data), x.n,
-                                   stream_));
-  if (fenced) host_.barrier();
+  fenced_launch(host_, stream_, [&] {
+    CUDA_CHECK(launch_p2p_all_reduce(peers_, rank(), counters_.data(), static_cast<__nv_bfloat16*>(x.data), x.n,
+                                     stream_));
+  });
 }
 
 void P2pCommunicator::gather(comm::ConstBuffer send, comm::Buffer recv, std::span<const int64_t> counts,

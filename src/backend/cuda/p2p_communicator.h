@@ -2,13 +2,12 @@
 // p2p`): all_reduce_sum is one kernel per rank (p2p_allreduce.h) that writes
 // into its peers' receive buffers directly, through peer access between
 // GPUs or within one GPU that several ranks share, and may be captured in a
-// CUDA graph. Outside a capture its launch is fenced by two host barriers
-// (reduce() says why); replayed graphs meet no host at all. Same arithmetic
+// CUDA graph; outside a capture its launch is fenced (rank_fence.h). Same arithmetic
 // and bits as comm::CpuCommunicator and StagedCommunicator on BF16 buffers.
 // all_gather reads and writes host buffers (the logits) and is the CPU one.
 //
-// The ranks find each other's buffers through a registry keyed by their
-// CpuGroup: each communicator registers its buffers when made; the first
+// The ranks find each other's buffers through their group's state
+// (group_state.h): each communicator registers its buffers when made; the first
 // reduction waits (on the host, once) until every rank has, enables peer
 // access to the other GPUs, and fails naming the pair if a GPU cannot reach
 // another (then -ar host works).
