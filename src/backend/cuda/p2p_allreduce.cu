@@ -18,7 +18,7 @@ __global__ void __launch_bounds__(kThreads) p2p_all_reduce_kernel(P2pPeers peers
                                                                    __nv_bfloat16* x, int64_t n, int64_t per_block) {
   const int b = blockIdx.x;
   __shared__ uint32_t token;
-  if (threadIdx.x == 0) token = counters[b] + 1;
+  if (threadIdx.x == 0) token = counters[0] + 1;
   __syncthreads();
   const uint32_t k = token;
   const int slot = static_cast<int>(k & 1u);
@@ -69,18 +69,26 @@ __global__ void __launch_bounds__(kThreads) p2p_all_reduce_kernel(P2pPeers peers
     for (int j = 0; j < 8; ++j) o[j] = __float2bfloat16_rn(acc[j]);
     *reinterpret_cast<uint4*>(x + i) = out;
   }
-  if (threadIdx.x == 0) counters[b] = k;
+  // The last block of the call to finish counts the call: every block has
+  // read counters[0] by then (each reads it before it arrives here).
+  __syncthreads();
+  if (threadIdx.x == 0 && atomicAdd(&counters[1], 1u) == gridDim.x - 1) {
+    counters[1] = 0;
+    counters[0] = k;
+  }
 }
 
 }  // namespace
 
-int p2p_blocks(int64_t n) {
-  return static_cast<int>(std::clamp<int64_t>((n + kMinPerBlock - 1) / kMinPerBlock, 1, kP2pMaxBlocks));
+int p2p_max_blocks(int sharing) { return std::max(8, kP2pMaxBlocks / std::max(1, sharing)); }
+
+int p2p_blocks(int64_t n, int max_blocks) {
+  return static_cast<int>(std::clamp<int64_t>((n + kMinPerBlock - 1) / kMinPerBlock, 1, max_blocks));
 }
 
 cudaError_t launch_p2p_all_reduce(const P2pPeers& peers, int rank, uint32_t* counters, __nv_bfloat16* x, int64_t n,
                                   cudaStream_t stream) {
-  const int blocks = p2p_blocks(n);
+  const int blocks = p2p_blocks(n, peers.max_blocks);
   const int64_t per_block = (n / 8 + blocks - 1) / blocks * 8;
   p2p_all_reduce_kernel<<<blocks, kThreads, 0, stream>>>(peers, rank, counters, x, n, per_block);
   return cudaGetLastError();

@@ -5,12 +5,14 @@
 // F32: the bits of comm::CpuCommunicator on BF16 buffers.
 //
 // Token protocol (DESIGN.md, Tensor parallelism): the receive buffers and
-// flags have two slots. Block b of a call counts its calls in a device
-// counter (so a replayed CUDA graph keeps counting); call k uses slot k % 2
-// and token k (32-bit, compared for equality, so it wraps). A rank writes
-// slot k % 2 of a peer for call k only after its own call k - 1 saw the
-// peer's token k - 1, which the peer raised after its call k - 2, the last
-// reader of that slot, had finished (stream order). Two slots are enough.
+// flags have two slots. A rank counts its calls in a device counter (so a
+// replayed CUDA graph keeps counting), bumped by the last block of a call to
+// finish; call k uses slot k % 2 and token k (32-bit, compared for
+// equality, so it wraps) in every block. A rank writes slot k % 2 of a peer
+// for call k only after its own call k - 1 saw the peer's token k - 1, which
+// the peer raised after its call k - 2, the last reader of that slot, had
+// finished (stream order). Two slots are enough, whatever the sizes of
+// consecutive calls (their blocks cut the buffer differently).
 //
 // All pointers are device memory (a peer's, on another GPU, needs peer
 // access); several ranks may share one GPU. Enqueued on `stream`; nothing is
@@ -25,7 +27,9 @@
 namespace cohort::cuda {
 
 inline constexpr int kP2pMaxRanks = 8;
-inline constexpr int kP2pMaxBlocks = 32;
+inline constexpr int kP2pMaxBlocks = 128;
+// counters[0]: calls so far; counters[1]: blocks of the current call done.
+inline constexpr int kP2pCounters = 2;
 
 // What every rank's kernel needs to reach its peers: per rank, its receive
 // buffer [2 slots][n_ranks][capacity] and its flags [2][n_ranks][kP2pMaxBlocks].
@@ -34,13 +38,19 @@ struct P2pPeers {
   uint32_t* flags[kP2pMaxRanks];
   int n_ranks = 0;
   int64_t capacity = 0;  // elements per (slot, rank)
+  // The most blocks a call runs with, the same on every rank. Every rank's
+  // blocks wait for their peers', so all of them must fit on a GPU at once:
+  // ranks that share a GPU divide kP2pMaxBlocks among them (p2p_max_blocks).
+  int max_blocks = kP2pMaxBlocks;
 };
 
+// The block budget of each rank when at most `sharing` ranks use one GPU.
+int p2p_max_blocks(int sharing);
 // The blocks a reduction of n elements runs with (the same on every rank).
-int p2p_blocks(int64_t n);
+int p2p_blocks(int64_t n, int max_blocks);
 
 // x [n] (BF16, in place) = bf16(sum over ranks in rank order of f32(x_r)).
-// counters: this rank's [kP2pMaxBlocks] call counters. Returns the launch's
+// counters: this rank's [kP2pCounters]. Returns the launch's
 // error. REQUIRES (the caller checks, P2pCommunicator): 0 < n <=
 // peers.capacity, n % 8 == 0; x 16-byte aligned.
 cudaError_t launch_p2p_all_reduce(const P2pPeers& peers, int rank, uint32_t* counters, __nv_bfloat16* x,

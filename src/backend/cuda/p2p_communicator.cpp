@@ -27,7 +27,7 @@ P2pCommunicator::P2pCommunicator(comm::CpuGroup& group, int rank, cudaStream_t s
   CUDA_CHECK(cudaGetDevice(&device_));
   recv_ = DeviceBuffer<__nv_bfloat16>(static_cast<size_t>(2 * n * capacity));
   flags_ = DeviceBuffer<uint32_t>(static_cast<size_t>(2 * n * kP2pMaxBlocks));
-  counters_ = DeviceBuffer<uint32_t>(kP2pMaxBlocks);
+  counters_ = DeviceBuffer<uint32_t>(kP2pCounters);
   CUDA_CHECK(cudaMemset(flags_.data(), 0, flags_.size() * sizeof(uint32_t)));
   CUDA_CHECK(cudaMemset(counters_.data(), 0, counters_.size() * sizeof(uint32_t)));
   registry_ = group_state<Registry>(group, [n] {
@@ -59,6 +59,9 @@ void P2pCommunicator::connect() {
   // every rank uses the smallest capacity (each buffer holds at least that).
   capacity_ = *std::min_element(registry_->capacity.begin(), registry_->capacity.end());
   peers_.capacity = capacity_;
+  int sharing = 0;  // the most ranks on one GPU
+  for (int d : registry_->device) sharing = std::max<int>(sharing, static_cast<int>(std::count(registry_->device.begin(), registry_->device.end(), d)));
+  peers_.max_blocks = p2p_max_blocks(sharing);
   for (int s = 0; s < n; ++s) {
     peers_.recv[s] = registry_->recv[static_cast<size_t>(s)];
     peers_.flags[s] = registry_->flags[static_cast<size_t>(s)];
@@ -79,7 +82,7 @@ void P2pCommunicator::connect() {
 
 void P2pCommunicator::set_history(uint32_t last) {
   const int n = world_size();
-  std::vector<uint32_t> counters(kP2pMaxBlocks, last), flags(flags_.size());
+  std::vector<uint32_t> counters{last, 0}, flags(flags_.size());
   for (int slot = 0; slot < 2; ++slot) {
     const uint32_t token = (last & 1u) == static_cast<uint32_t>(slot) ? last : last - 1;
     for (int s = 0; s < n; ++s) {
