@@ -18,7 +18,9 @@
 #      cuda0,cuda0[,cuda0], -ar p2p and host): a generation under memcheck
 #      and racecheck, and the perplexity run above within 1% of the CPU's,
 #      with its KL divergence, host and p2p (and p2p forced onto the host)
-#      the same bits; `cohort ar-bench` (JSON per -dev) and under memcheck,
+#      the same bits; `cohort serve` on two ranks under every phase policy
+#      (8 concurrent chats each); `cohort ar-bench` (JSON per -dev) and
+#      under memcheck,
 #   4. the kernel benchmark (cuda_kernel_bench), JSON lines kept as
 #      kernel-bench.jsonl: copy and GEMM ceilings, then every kernel,
 #   5. `cohort bench -p 512 -n 128` on `mkmodel --preset llama3-8b` in BF16,
@@ -145,6 +147,34 @@ warned = "warning: -ar p2p: COHORT_DISABLE_P2P=1" in open(sys.argv[3]).read()
 print(f"host, p2p, forced fallback (-ts 2,1,1): {ppl[:3]}, warned: {warned}; 2 ranks host, p2p: {ppl[3:]}")
 sys.exit(0 if ppl[0] == ppl[1] == ppl[2] and ppl[3] == ppl[4] and warned else 1)
 PY
+
+echo "== cohort serve with two ranks sharing the GPU, under every phase policy: 8 concurrent chats"
+"$BIN/cohort" mkmodel --preset smollm-135m --type q4_k -o "$WORK/serve.gguf" 2>/dev/null
+port=18180
+for policy in cohort mixed no-cont serial; do
+  port=$((port + 1))
+  "$BIN/cohort" serve -m "$WORK/serve.gguf" -sm tensor -dev cuda0,cuda0 --port $port -np 4 -c 4096 \
+    --phase-policy $policy >"$LOGS/serve-tp-$policy.txt" 2>&1 &
+  server=$!
+  timeout 120 python3 - $port $policy <<'PY' || failed+=("serve tp $policy")
+import concurrent.futures, json, sys, time, urllib.request
+url = f"http://127.0.0.1:{sys.argv[1]}"
+for _ in range(300):
+    try:
+        if urllib.request.urlopen(url + "/health", timeout=1).status == 200: break
+    except OSError: time.sleep(0.2)
+def chat(i):
+    body = json.dumps({"messages": [{"role": "user", "content": f"Count to {i + 3}."}], "max_tokens": 24,
+                       "temperature": 0}).encode()
+    r = urllib.request.urlopen(urllib.request.Request(url + "/v1/chat/completions", body,
+                                                      {"Content-Type": "application/json"}), timeout=60)
+    return r.status, json.load(r)["usage"]["completion_tokens"]
+with concurrent.futures.ThreadPoolExecutor(8) as pool: got = list(pool.map(chat, range(8)))
+print(f"{sys.argv[2]}: {got}")
+sys.exit(0 if all(s == 200 and n > 0 for s, n in got) else 1)
+PY
+  kill $server; wait $server 2>/dev/null || true
+done
 
 echo "== ar-bench (two ranks sharing the GPU; one rank for NCCL), and memcheck of it"
 for dev in cuda0,cuda0 cuda0; do
