@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds (once) and installs llama-cpp-python, the reference the tests compare
 # against, in one of two builds:
-#   native: llama.cpp's default build for this CPU (-march=native), installed
-#           into the Python environment;
+#   native: llama.cpp's default build for this CPU (-march=native, AMX off),
+#           installed into the Python environment;
 #   avx2:   the kernels llama.cpp picks on an x86-64 CPU with AVX2 + FMA + F16C
 #           and no AVX-512, installed into its own prefix, which is printed;
 #           use it as PYTHONPATH=$(scripts/llama_cpp_variant.sh avx2).
@@ -20,8 +20,13 @@ variant=${1:?usage: llama_cpp_variant.sh native|avx2}
 version=0.3.36  # the llama.cpp the tests compare against (vendored in this release)
 case $variant in
   native)
-    key=native-$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | sort | sha1sum | cut -c1-12)
-    cmake_args="" ;;
+    # Without AMX: llama.cpp's AMX matmul (taken for the Q4 types on CPUs that
+    # report amx_int8) faults at its first ldtilecfg on our Sapphire Rapids
+    # machines, so the reference would crash rather than compare. Explicit
+    # -mno-* flags outlast -march=native.
+    key=native-noamx-$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | sort | sha1sum | cut -c1-12)
+    noamx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    cmake_args="-DCMAKE_C_FLAGS='$noamx' -DCMAKE_CXX_FLAGS='$noamx'" ;;
   avx2)
     key=avx2
     cmake_args="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF" ;;
