@@ -43,7 +43,7 @@ install_test_deps() {
 
 release_lane() {
   stage "unit tests (release)" ctest --test-dir build --output-on-failure -j "$JOBS" --timeout 600
-  stage "python tests" python3 -m pytest -q tests/python
+  stage "python tests" python3 -m pytest -q --durations=12 tests/python
   stage "llama.cpp comparisons against AVX2 llama.cpp" env PYTHONPATH="$LLAMA_AVX2" \
     python3 -m pytest -q -s tests/python/test_forward_reference.py \
     tests/python/test_generation_reference.py tests/python/test_perplexity.py

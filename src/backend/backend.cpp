@@ -78,6 +78,8 @@ std::string resolve_transport(const std::string& requested, const std::vector<De
       }
     }
   }
+#else
+  (void)devices;  // without CUDA there are no GPU ranks to check
 #endif
   if (why.empty()) return requested;
   fmt::print(stderr, "warning: -ar p2p: {}; reducing through the host (-ar host) instead\n", why);
