@@ -61,7 +61,9 @@ DeviceChoice choose_device(const std::string& dev, int n_gpu_layers) {
 }
 
 std::string resolve_transport(const std::string& requested, const std::vector<DeviceChoice>& devices) {
-  if (requested != "p2p") return requested;
+  const bool gpus =
+      std::any_of(devices.begin(), devices.end(), [](const DeviceChoice& d) { return d.device == Device::cuda; });
+  if (requested != "p2p" || !gpus) return requested;  // CPU ranks have one transport
   std::string why;
   const char* disable = std::getenv("COHORT_DISABLE_P2P");
   if (disable != nullptr && std::string(disable) == "1") why = "COHORT_DISABLE_P2P=1";
@@ -78,8 +80,6 @@ std::string resolve_transport(const std::string& requested, const std::vector<De
       }
     }
   }
-#else
-  (void)devices;  // without CUDA there are no GPU ranks to check
 #endif
   if (why.empty()) return requested;
   fmt::print(stderr, "warning: -ar p2p: {}; reducing through the host (-ar host) instead\n", why);

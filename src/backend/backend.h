@@ -156,7 +156,8 @@ DeviceChoice choose_device(const std::string& dev, int n_gpu_layers);
 // The transport GPU ranks on `devices` reduce with, for -ar `requested`:
 // `p2p` becomes `host`, with a warning on stderr, where two of the GPUs
 // cannot reach each other's memory or COHORT_DISABLE_P2P=1 is set; anything
-// else is returned as it is (the decoder's options check the names).
+// else, and any transport of CPU ranks (they have one), is returned as it is
+// (the decoder's options check the names).
 std::string resolve_transport(const std::string& requested, const std::vector<DeviceChoice>& devices);
 
 // The one place a backend is chosen. Throws cohort::Error naming the device

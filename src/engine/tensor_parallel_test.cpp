@@ -213,6 +213,9 @@ TEST(TensorParallelOptions, P2pFallsBackToTheHostWithAWarning) {
   EXPECT_NE(warning.find("warning: -ar p2p: COHORT_DISABLE_P2P=1; reducing through the host"), std::string::npos)
       << warning;
   EXPECT_EQ(backend::resolve_transport("host", shared), "host");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(backend::resolve_transport("p2p", {{Device::cpu, 0}, {Device::cpu, 0}}), "p2p");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "") << "CPU ranks have nothing to fall back from";
   unsetenv("COHORT_DISABLE_P2P");
 }
 

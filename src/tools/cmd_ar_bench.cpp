@@ -88,7 +88,11 @@ void run(const ArBenchFlags& f) {
   o.devices = rank_devices(f.devices);
   for (const std::string& s : f.sizes) o.sizes.push_back(parse_size(s));
   std::string dev_list;
-  for (int d : o.devices) dev_list += (dev_list.empty() ? "" : ",") + fmt::format("cuda{}", d);
+  std::vector<backend::DeviceChoice> where;
+  for (int d : o.devices) {
+    dev_list += (dev_list.empty() ? "" : ",") + fmt::format("cuda{}", d);
+    where.push_back({backend::Device::cuda, d});
+  }
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   if (f.output == "md") {
     fmt::print("ranks: -dev {}\n\n| transport | size | graph | median µs | p99 µs | algbw GB/s | busbw GB/s |\n"
@@ -97,7 +101,7 @@ void run(const ArBenchFlags& f) {
   for (const std::string& graph : f.graph) {
     if (graph != "on" && graph != "off") fail("ar-bench: --graph {}: on or off", graph);
     for (const std::string& t : f.transports) {
-      o.transport = backend::resolve_transport(t, {});
+      o.transport = backend::resolve_transport(t, where);
       o.graph = graph == "on";
       std::string why;
       if (t != "nccl" && t != "host" && t != "p2p") fail("ar-bench: -ar {}: nccl, host or p2p", t);
