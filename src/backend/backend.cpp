@@ -60,6 +60,18 @@ DeviceChoice choose_device(const std::string& dev, int n_gpu_layers) {
   fail("-dev: unknown device '{}' (cpu, cuda0, cuda1, ...; `cohort devices` lists them)", dev);
 }
 
+int repeated_gpu(const std::vector<DeviceChoice>& devices) {
+  for (size_t i = 0; i < devices.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (devices[i].device == Device::cuda && devices[j].device == Device::cuda &&
+          devices[i].index == devices[j].index) {
+        return devices[i].index;
+      }
+    }
+  }
+  return -1;
+}
+
 std::string resolve_transport(const std::string& requested, const std::vector<DeviceChoice>& devices) {
   const bool gpus =
       std::any_of(devices.begin(), devices.end(), [](const DeviceChoice& d) { return d.device == Device::cuda; });

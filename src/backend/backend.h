@@ -153,6 +153,10 @@ struct DeviceChoice {
 // for an unknown device name.
 DeviceChoice choose_device(const std::string& dev, int n_gpu_layers);
 
+// The first GPU that `devices` lists twice (its index), or -1 if none is:
+// NCCL runs one rank per GPU.
+int repeated_gpu(const std::vector<DeviceChoice>& devices);
+
 // The transport GPU ranks on `devices` reduce with, for -ar `requested`:
 // `p2p` becomes `host`, with a warning on stderr, where two of the GPUs
 // cannot reach each other's memory or COHORT_DISABLE_P2P=1 is set; anything

@@ -40,22 +40,16 @@ void validate_split(const DecoderOptions& o) {
   const std::string ar = o.transport();
   if (ar != "p2p" && ar != "host" && ar != "nccl") fail("-ar {}: unknown transport (nccl, host, p2p)", ar);
   if (split_mode == "tensor") {
-    const backend::Device first = backend::choose_device(devs.front(), o.n_gpu_layers).device;
-    for (const std::string& d : devs) {
-      if (backend::choose_device(d, o.n_gpu_layers).device != first) {
+    std::vector<backend::DeviceChoice> where;
+    for (const std::string& d : devs) where.push_back(backend::choose_device(d, o.n_gpu_layers));
+    for (const backend::DeviceChoice& w : where) {
+      if (w.device != where.front().device) {
         fail("-sm tensor -dev {}: every rank must be on the same kind of device (all cpu or all cuda)", device);
       }
     }
-    if (ar == "nccl" && first == backend::Device::cuda) {
-      for (size_t i = 0; i < devs.size(); ++i) {
-        for (size_t j = 0; j < i; ++j) {
-          const int a = backend::choose_device(devs[i], o.n_gpu_layers).index;
-          if (a == backend::choose_device(devs[j], o.n_gpu_layers).index) {
-            fail("-ar nccl -dev {}: NCCL runs one rank per GPU, and {} is listed twice; ranks that share a GPU "
-                 "reduce with -ar p2p or -ar host", device, devs[i]);
-          }
-        }
-      }
+    if (const int gpu = backend::repeated_gpu(where); ar == "nccl" && gpu >= 0) {
+      fail("-ar nccl -dev {}: NCCL runs one rank per GPU, and cuda{} is listed twice; ranks that share a GPU "
+           "reduce with -ar p2p or -ar host", device, gpu);
     }
     if (!o.tensor_split.empty() && o.tensor_split.size() != devs.size()) {
       fail("-ts has {} values for {} ranks (-dev {})", o.tensor_split.size(), devs.size(), device);

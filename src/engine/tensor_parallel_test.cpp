@@ -198,6 +198,14 @@ TEST(TensorParallelOptions, ImpossibleFlagsAreClearErrors) {
   std::filesystem::remove(path);
 }
 
+TEST(TensorParallelOptions, RepeatedGpuFindsTheFirstGpuListedTwice) {
+  using backend::Device;
+  EXPECT_EQ(backend::repeated_gpu({{Device::cuda, 0}, {Device::cuda, 1}}), -1);
+  EXPECT_EQ(backend::repeated_gpu({{Device::cuda, 2}, {Device::cuda, 1}, {Device::cuda, 1}, {Device::cuda, 2}}), 1);
+  EXPECT_EQ(backend::repeated_gpu({{Device::cpu, 0}, {Device::cpu, 0}}), -1) << "CPU ranks are not GPUs";
+  EXPECT_EQ(backend::repeated_gpu({}), -1);
+}
+
 // -ar p2p without peer access (forced here) reduces through the host, with
 // a warning; ranks sharing one GPU need no peer access.
 TEST(TensorParallelOptions, P2pFallsBackToTheHostWithAWarning) {

@@ -73,15 +73,6 @@ std::vector<int> rank_devices(const std::vector<std::string>& names) {
   return devs;
 }
 
-bool repeats(const std::vector<int>& devs) {
-  for (size_t i = 0; i < devs.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (devs[i] == devs[j]) return true;
-    }
-  }
-  return false;
-}
-
 void run(const ArBenchFlags& f) {
   if (f.output != "md" && f.output != "json") fail("ar-bench: -o {}: md or json", f.output);
   cuda::ArBenchOptions o;
@@ -105,7 +96,7 @@ void run(const ArBenchFlags& f) {
       o.graph = graph == "on";
       std::string why;
       if (t != "nccl" && t != "host" && t != "p2p") fail("ar-bench: -ar {}: nccl, host or p2p", t);
-      if (t == "nccl" && repeats(o.devices)) why = "NCCL runs one rank per GPU";
+      if (t == "nccl" && backend::repeated_gpu(where) >= 0) why = "NCCL runs one rank per GPU";
       if (o.transport == "host" && o.graph) why = "waits on the host: no graphs";
       std::vector<cuda::ArBenchRow> result;
       if (why.empty()) {

@@ -10,9 +10,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_buffer.h"
-#include "backend/cuda/nccl_communicator.h"
-#include "backend/cuda/p2p_communicator.h"
-#include "backend/cuda/staged_communicator.h"
+#include "backend/cuda/gpu_communicator.h"
 #include "common/error.h"
 
 namespace cohort::cuda {
@@ -28,14 +26,6 @@ int64_t elements(int64_t bytes) { return std::max<int64_t>(8, (bytes / 2 + 7) / 
 int calls_per_sample(int64_t bytes) { return bytes <= (int64_t{1} << 20) ? 20 : bytes <= (int64_t{32} << 20) ? 4 : 1; }
 int n_samples(int64_t bytes) { return bytes <= (int64_t{32} << 20) ? 100 : 10; }
 
-std::unique_ptr<comm::Communicator> make(const std::string& transport, comm::CpuGroup& group, int rank,
-                                          cudaStream_t stream, int64_t capacity) {
-  if (transport == "nccl") return std::make_unique<NcclCommunicator>(group, rank, stream);
-  if (transport == "host") return std::make_unique<StagedCommunicator>(group, rank, stream, static_cast<size_t>(capacity));
-  if (transport == "p2p") return std::make_unique<P2pCommunicator>(group, rank, stream, capacity);
-  fail("ar-bench: unknown transport '{}' (nccl, host, p2p)", transport);
-}
-
 // Rank r's part: its samples (microseconds per call), per size.
 void run_rank(const ArBenchOptions& o, comm::CpuGroup& group, int r, std::vector<std::vector<double>>& us) {
   CUDA_CHECK(cudaSetDevice(o.devices[static_cast<size_t>(r)]));
@@ -48,7 +38,7 @@ void run_rank(const ArBenchOptions& o, comm::CpuGroup& group, int r, std::vector
   const int64_t capacity = elements(*std::max_element(o.sizes.begin(), o.sizes.end()));
   DeviceBuffer<__nv_bfloat16> x(static_cast<size_t>(capacity));
   CUDA_CHECK(cudaMemsetAsync(x.data(), 0, x.size() * sizeof(__nv_bfloat16), stream));
-  std::unique_ptr<comm::Communicator> c = make(o.transport, group, r, stream, capacity);
+  std::unique_ptr<comm::Communicator> c = make_gpu_communicator(o.transport, group, r, stream, capacity);
   comm::CpuCommunicator host(group, r);
   cudaEvent_t start = nullptr, stop = nullptr;
   CUDA_CHECK(cudaEventCreate(&start));

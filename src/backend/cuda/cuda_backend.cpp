@@ -13,9 +13,7 @@
 #include "backend/cuda/elementwise.h"
 #include "backend/cuda/matvec.h"
 #include "backend/cuda/matvec_q8.h"
-#include "backend/cuda/nccl_communicator.h"
-#include "backend/cuda/p2p_communicator.h"
-#include "backend/cuda/staged_communicator.h"
+#include "backend/cuda/gpu_communicator.h"
 #include "common/error.h"
 
 namespace cohort::cuda {
@@ -120,10 +118,7 @@ void CudaBackend::require_room(size_t kv_bytes, size_t scratch_bytes) const {
 }
 
 std::unique_ptr<comm::Communicator> CudaBackend::communicator(comm::CpuGroup& group, int rank) {
-  const int64_t capacity = limits_.n_max_tok * limits_.max_row;
-  if (allreduce_ == "nccl") return std::make_unique<NcclCommunicator>(group, rank, stream_);
-  if (allreduce_ == "host") return std::make_unique<StagedCommunicator>(group, rank, stream_, static_cast<size_t>(capacity));
-  return std::make_unique<P2pCommunicator>(group, rank, stream_, capacity);
+  return make_gpu_communicator(allreduce_, group, rank, stream_, limits_.n_max_tok * limits_.max_row);
 }
 
 backend::MemoryUse CudaBackend::memory() const {

@@ -11,6 +11,7 @@
 #include <barrier>
 #include <memory>
 
+#include "backend/cuda/gpu_communicator.h"
 #include "backend/cuda/nccl_communicator.h"
 #include "backend/cuda/p2p_communicator.h"
 #include "backend/cuda/staged_communicator.h"
@@ -56,12 +57,6 @@ uint16_t bf16_reference(float x) {
   return static_cast<uint16_t>(std::bit_cast<uint32_t>(r) >> 16);
 }
 
-std::unique_ptr<comm::Communicator> make(const std::string& transport, comm::CpuGroup& group, int rank,
-                                          cudaStream_t stream) {
-  if (transport == "host") return std::make_unique<StagedCommunicator>(group, rank, stream, kCapacity);
-  return std::make_unique<P2pCommunicator>(group, rank, stream, static_cast<int64_t>(kCapacity));
-}
-
 class CudaCommunicator : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaCommunicator, RanksSharingOneGpuGetTheRankOrderSum) {
@@ -86,7 +81,7 @@ TEST_P(CudaCommunicator, RanksSharingOneGpuGetTheRankOrderSum) {
           cudaStream_t stream = nullptr;
           CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
           {
-            const std::unique_ptr<comm::Communicator> owned = make(GetParam(), group, r, stream);
+            const std::unique_ptr<comm::Communicator> owned = make_gpu_communicator(GetParam(), group, r, stream, kCapacity);
             comm::Communicator& c = *owned;
             std::vector<uint16_t> mine(static_cast<size_t>(n));
             DeviceBuffer<uint16_t> x(static_cast<size_t>(n));
