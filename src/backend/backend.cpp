@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 #include "backend/cpu/cpu_backend.h"
 #if COHORT_HAS_CUDA
 #include "backend/cuda/cuda_backend.h"
@@ -45,6 +47,18 @@ Tensor Backend::alloc_host(int64_t n_rows, int64_t n_cols) {
 
 std::unique_ptr<comm::Communicator> Backend::communicator(comm::CpuGroup& group, int rank) {
   return std::make_unique<comm::CpuCommunicator>(group, rank);
+}
+
+std::string describe(const MemoryUse& m) {
+  return fmt::format("on {}: weights {:.2f} GB, KV cache {:.2f} GB ({} tokens, k {}, v {}), workspace {:.2f} GB",
+                     m.device, static_cast<double>(m.weights) / 1e9, static_cast<double>(m.kv) / 1e9, m.kv_tokens,
+                     m.kv_type_k, m.kv_type_v, static_cast<double>(m.workspace) / 1e9);
+}
+
+void describe_kv(const kv::KvCacheShape& shape, MemoryUse& m) {
+  m.kv_tokens = int64_t{shape.n_blocks} * shape.block_size;
+  m.kv_type_k = gguf::type_name(shape.type_k);
+  m.kv_type_v = gguf::type_name(shape.type_v);
 }
 
 DeviceChoice choose_device(const std::string& dev, int n_gpu_layers) {

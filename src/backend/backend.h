@@ -81,7 +81,15 @@ struct MemoryUse {
   size_t weights = 0;    // bytes of weights it copied (0 on the CPU: it reads the file's mapping)
   size_t kv = 0;         // the KV cache
   size_t workspace = 0;  // activations and scratch
+  int64_t kv_tokens = 0;                   // positions the KV cache holds
+  std::string kv_type_k, kv_type_v;  // its element types ("f16", ...)
 };
+
+// "on cpu: weights 0.00 GB, KV cache 0.10 GB (4096 tokens, k f16, v f16),
+// workspace 0.02 GB": the line a command prints at start.
+std::string describe(const MemoryUse& m);
+// The fields of MemoryUse that describe a KV cache of `shape`.
+void describe_kv(const kv::KvCacheShape& shape, MemoryUse& m);
 
 class Backend {
  public:

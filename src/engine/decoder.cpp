@@ -35,6 +35,8 @@ kv::KvCacheShape kv_shape(const model::HParams& hp, const DecoderOptions& o) {
   s.n_blocks = kv::kv_blocks_for_context(o.n_ctx, o.block_size);
   s.n_head_kv = static_cast<int>(hp.n_head_kv);
   s.head_dim = static_cast<int>(hp.head_dim);
+  s.type_k = kv::cache_type(o.cache_type_k, "-ctk");
+  s.type_v = kv::cache_type(o.cache_type_v, "-ctv");
   return s;
 }
 
@@ -115,6 +117,9 @@ backend::MemoryUse Decoder::memory() const {
     sum.device += (sum.device.empty() ? "" : ",") + m.device;
     sum.weights += m.weights;
     sum.kv += m.kv;
+    sum.kv_tokens = m.kv_tokens;
+    sum.kv_type_k = m.kv_type_k;
+    sum.kv_type_v = m.kv_type_v;
     sum.workspace += m.workspace;
   }
   return sum;

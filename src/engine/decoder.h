@@ -58,6 +58,8 @@ struct DecoderOptions {
   int poll = kDefaultPoll;  // how long waiting threads spin before sleeping, 0..100 (--poll)
   int block_size = kv::kDefaultBlockSize;
   bool exact = false;    // CPU reference path: F32 activations in every dot product (--exact)
+  std::string cache_type_k = "f16";  // -ctk: the KV cache's K type: f32, f16, bf16 or q8_0
+  std::string cache_type_v = "f16";  // -ctv
 
   // Throws cohort::Error naming the flag for impossible values.
   void validate() const;

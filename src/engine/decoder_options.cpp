@@ -1,4 +1,4 @@
-// DecoderOptions: the checks of -c -b -ub -t --poll and of the split flags
+// DecoderOptions: the checks of -c -b -ub -t --poll -ctk -ctv and of the split flags
 // (-sm -dev -ts -ar), and the -dev list.
 #include <algorithm>
 #include <cstdlib>
@@ -66,6 +66,8 @@ void DecoderOptions::validate() const {
   if (n_threads < 0) fail("-t (threads) must not be negative, got {}", n_threads);
   if (poll < 0 || poll > kMaxPoll) fail("--poll must be in 0..{}, got {}", kMaxPoll, poll);
   if (block_size < 1) fail("KV block size must be at least 1, got {}", block_size);
+  kv::cache_type(cache_type_k, "-ctk");
+  kv::cache_type(cache_type_v, "-ctv");
   validate_split(*this);
 }
 

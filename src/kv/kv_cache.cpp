@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <utility>
 
 #include "common/error.h"
 
@@ -19,17 +21,31 @@ void require_positive(int value, const char* field) {
 
 }  // namespace
 
+TensorType cache_type(std::string_view name, std::string_view flag) {
+  const std::optional<TensorType> t = gguf::type_from_name(name);
+  if (t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16 || t == TensorType::Q8_0) return *t;
+  fail("{} {}: the KV cache stores f32, f16, bf16 or q8_0", flag, name);
+}
+
 void validate(const KvCacheShape& shape) {
   require_positive(shape.n_layer, "n_layer");
   require_positive(shape.block_size, "block_size");
   require_positive(shape.n_head_kv, "n_head_kv");
   require_positive(shape.head_dim, "head_dim");
   if (shape.n_blocks < 0) fail("KV cache: n_blocks = {} must be >= 0", shape.n_blocks);
+  for (const auto& [type, flag] : {std::pair{shape.type_k, "-ctk"}, std::pair{shape.type_v, "-ctv"}}) {
+    cache_type(gguf::type_name(type), flag);
+    const uint32_t block = gguf::traits(type).block_size;
+    if (shape.head_dim % block != 0) {
+      fail("{} {}: its blocks of {} values do not divide the model's heads of {}", flag, gguf::type_name(type),
+           block, shape.head_dim);
+    }
+  }
 }
 
-size_t kv_bytes_per_block(const KvCacheShape& shape, size_t element_size) {
-  return 2 * static_cast<size_t>(shape.n_layer) * static_cast<size_t>(shape.block_size) *
-         static_cast<size_t>(shape.row_elements()) * element_size;
+size_t kv_bytes_per_block(const KvCacheShape& shape) {
+  return static_cast<size_t>(shape.n_layer) * static_cast<size_t>(shape.block_size) *
+         (shape.k_row_bytes() + shape.v_row_bytes());
 }
 
 int kv_blocks_for_context(int64_t n_ctx, int block_size) {
@@ -40,45 +56,47 @@ int kv_blocks_for_context(int64_t n_ctx, int block_size) {
   return static_cast<int>(n);
 }
 
-int kv_blocks_for_bytes(size_t n_bytes, const KvCacheShape& shape, size_t element_size) {
+int kv_blocks_for_bytes(size_t n_bytes, const KvCacheShape& shape) {
   KvCacheShape s = shape;
   s.n_blocks = 0;
   validate(s);
-  const size_t n = n_bytes / kv_bytes_per_block(s, element_size);
+  const size_t n = n_bytes / kv_bytes_per_block(s);
   return static_cast<int>(std::min<size_t>(n, std::numeric_limits<int>::max()));
 }
 
-void KvCache::FreeAligned::operator()(float* p) const { std::free(p); }
+void KvCache::FreeAligned::operator()(uint8_t* p) const { std::free(p); }
 
-KvCache::Buffer KvCache::allocate(size_t n_elements) {
-  const size_t n_bytes = (n_elements * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
+KvCache::Buffer KvCache::allocate(size_t n_bytes) {
+  n_bytes = (n_bytes + kAlignment - 1) / kAlignment * kAlignment;
   if (n_bytes == 0) return Buffer(nullptr);
   void* p = std::aligned_alloc(kAlignment, n_bytes);
   if (p == nullptr) fail("KV cache: cannot allocate {} MiB", n_bytes >> 20);
   std::memset(p, 0, n_bytes);
-  return Buffer(static_cast<float*>(p));
+  return Buffer(static_cast<uint8_t*>(p));
 }
 
 KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
   validate(shape);
   // Overflow check: the size of one block times the block count.
-  const size_t per_block = kv_bytes_per_block(shape, sizeof(float)) / 2;
-  if (shape.n_blocks > 0 &&
-      per_block > std::numeric_limits<size_t>::max() / 2 / static_cast<size_t>(shape.n_blocks))
+  const size_t per_block = kv_bytes_per_block(shape);
+  if (shape.n_blocks > 0 && per_block > std::numeric_limits<size_t>::max() / static_cast<size_t>(shape.n_blocks))
     fail("KV cache: {} blocks of {} bytes overflow", shape.n_blocks, per_block);
-  n_layer_elements_ = per_block / sizeof(float) * static_cast<size_t>(shape.n_blocks);
-  k_ = allocate(n_layer_elements_);
-  v_ = allocate(n_layer_elements_);
+  const size_t rows = static_cast<size_t>(shape.n_layer) * static_cast<size_t>(shape.n_blocks) *
+                      static_cast<size_t>(shape.block_size);
+  k_bytes_ = rows * shape.k_row_bytes();
+  v_bytes_ = rows * shape.v_row_bytes();
+  k_ = allocate(k_bytes_);
+  v_ = allocate(v_bytes_);
 }
 
-size_t KvCache::offset(int layer, BlockId block, int row) const {
+size_t KvCache::offset(int layer, Slot s, size_t row_bytes) const {
   assert(layer >= 0 && layer < shape_.n_layer);
-  assert(block >= 0 && block < shape_.n_blocks);
-  assert(row >= 0 && row < shape_.block_size);
+  assert(s.block >= 0 && s.block < shape_.n_blocks);
+  assert(s.offset >= 0 && s.offset < shape_.block_size);
   const size_t rows = (static_cast<size_t>(layer) * static_cast<size_t>(shape_.n_blocks) +
-                       static_cast<size_t>(block)) * static_cast<size_t>(shape_.block_size) +
-                      static_cast<size_t>(row);
-  return rows * static_cast<size_t>(shape_.row_elements());
+                       static_cast<size_t>(s.block)) * static_cast<size_t>(shape_.block_size) +
+                      static_cast<size_t>(s.offset);
+  return rows * row_bytes;
 }
 
 }  // namespace cohort::kv

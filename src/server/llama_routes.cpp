@@ -66,7 +66,9 @@ std::string piece_or_empty(const tokenizer::Tokenizer& tok, int32_t id) {
 }
 
 Json memory_json(const backend::MemoryUse& m) {
-  return {{"device", m.device}, {"weights_bytes", m.weights}, {"kv_bytes", m.kv}, {"workspace_bytes", m.workspace}};
+  return {{"device", m.device},       {"weights_bytes", m.weights},   {"kv_bytes", m.kv},
+          {"kv_tokens", m.kv_tokens}, {"cache_type_k", m.kv_type_k},  {"cache_type_v", m.kv_type_v},
+          {"workspace_bytes", m.workspace}};
 }
 
 void props(Exchange& exchange, const ServedModel& model) {

@@ -81,7 +81,11 @@ class FakeService final : public GenerationService {
     return s;
   }
   int n_ctx() const override { return n_ctx_; }
-  backend::MemoryUse memory() const override { return {"fake", 0, 0, 0}; }
+  backend::MemoryUse memory() const override {
+    backend::MemoryUse m;
+    m.device = "fake";
+    return m;
+  }
 
   // Blocks until `n` requests were cancelled or `timeout` passed.
   bool wait_cancelled(int n, std::chrono::milliseconds timeout) {

@@ -34,6 +34,7 @@ nlohmann::ordered_json to_json(const BenchRecord& r) {
           {"backends", r.backend}, {"gpu_info", r.gpu_info}, {"n_gpu_layers", r.n_gpu_layers},
           {"n_batch", r.n_batch}, {"n_ubatch", r.n_ubatch},
           {"n_threads", r.n_threads}, {"split_mode", r.split_mode}, {"allreduce", r.allreduce},
+          {"type_k", r.type_k}, {"type_v", r.type_v},
           {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"n_seq", r.n_seq}, {"test_time", r.test_time},
           {"avg_ns", static_cast<uint64_t>(r.avg_ns())},
           {"stddev_ns", static_cast<uint64_t>(r.stddev_ns())}, {"avg_ts", r.avg_ts()},
@@ -50,31 +51,36 @@ std::string params_text(uint64_t n) {
 }
 
 // As llama-bench: a GPU run shows ngl where a CPU run shows threads; the
-// split mode (and the transport of GPU ranks) shows when a run splits.
+// split mode (and the transport of GPU ranks) shows when a run splits, the
+// KV cache types when one is not the default.
 void print_md(const std::vector<BenchRecord>& records) {
-  const bool gpu = std::any_of(records.begin(), records.end(), [](const BenchRecord& r) { return r.n_gpu_layers > 0; });
-  const bool split = std::any_of(records.begin(), records.end(), [](const BenchRecord& r) { return r.split_mode != "none"; });
-  fmt::print("| model | size | params | backend | {} |{} n_batch | n_ubatch | test | t/s |\n", gpu ? "ngl" : "threads",
-             split ? (gpu ? " sm | ar |" : " sm |") : "");
-  fmt::print("| --- | ---: | ---: | --- | ---: |{} ---: | ---: | ---: | ---: |\n", split ? (gpu ? " --- | --- |" : " --- |") : "");
+  auto any = [&records](auto pred) { return std::any_of(records.begin(), records.end(), pred); };
+  const bool gpu = any([](const BenchRecord& r) { return r.n_gpu_layers > 0; });
+  const bool split = any([](const BenchRecord& r) { return r.split_mode != "none"; });
+  const bool kv = any([](const BenchRecord& r) { return r.type_k != "f16" || r.type_v != "f16"; });
+  fmt::print("| model | size | params | backend | {} |{}{} n_batch | n_ubatch | test | t/s |\n", gpu ? "ngl" : "threads",
+             split ? (gpu ? " sm | ar |" : " sm |") : "", kv ? " type_k | type_v |" : "");
+  fmt::print("| --- | ---: | ---: | --- | ---: |{}{} ---: | ---: | ---: | ---: |\n",
+             split ? (gpu ? " --- | --- |" : " --- |") : "", kv ? " --- | --- |" : "");
   for (const BenchRecord& r : records) {
     const std::string sm = !split ? "" : gpu ? fmt::format(" {} | {} |", r.split_mode, r.allreduce)
                                              : fmt::format(" {} |", r.split_mode);
-    fmt::print("| {} | {} | {} | {} | {} |{} {} | {} | {} | {:.2f} ± {:.2f} |\n", r.model_type,
+    const std::string types = kv ? fmt::format(" {} | {} |", r.type_k, r.type_v) : "";
+    fmt::print("| {} | {} | {} | {} | {} |{}{} {} | {} | {} | {:.2f} ± {:.2f} |\n", r.model_type,
                size_text(r.model_size), params_text(r.model_n_params), r.backend,
-               gpu ? r.n_gpu_layers : r.n_threads, sm, r.n_batch, r.n_ubatch, r.test_name(), r.avg_ts(),
+               gpu ? r.n_gpu_layers : r.n_threads, sm, types, r.n_batch, r.n_ubatch, r.test_name(), r.avg_ts(),
                r.stddev_ts());
   }
 }
 
 void print_csv(const std::vector<BenchRecord>& records) {
   fmt::print("model_filename,model_type,model_size,model_n_params,backends,n_batch,n_ubatch,"
-             "n_threads,split_mode,allreduce,n_prompt,n_gen,test_time,avg_ns,stddev_ns,avg_ts,"
+             "n_threads,split_mode,allreduce,type_k,type_v,n_prompt,n_gen,test_time,avg_ns,stddev_ns,avg_ts,"
              "stddev_ts\n");
   for (const BenchRecord& r : records) {
-    fmt::print("\"{}\",\"{}\",{},{},{},{},{},{},{},{},{},{},{},{:.0f},{:.0f},{:.6f},{:.6f}\n",
+    fmt::print("\"{}\",\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{:.0f},{:.0f},{:.6f},{:.6f}\n",
                r.model_filename, r.model_type, r.model_size, r.model_n_params, r.backend,
-               r.n_batch, r.n_ubatch, r.n_threads, r.split_mode, r.allreduce, r.n_prompt, r.n_gen,
+               r.n_batch, r.n_ubatch, r.n_threads, r.split_mode, r.allreduce, r.type_k, r.type_v, r.n_prompt, r.n_gen,
                r.test_time, r.avg_ns(), r.stddev_ns(), r.avg_ts(), r.stddev_ts());
   }
 }

@@ -21,6 +21,8 @@ struct BenchRecord {
   int n_threads = 0;
   std::string split_mode = "none";
   std::string allreduce = "none";
+  std::string type_k = "f16";  // the KV cache's types (-ctk, -ctv)
+  std::string type_v = "f16";
   int n_prompt = 0;
   int n_gen = 0;
   int n_seq = 1;              // sequences decoded together (--npl); rates are their sum

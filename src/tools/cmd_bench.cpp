@@ -44,6 +44,8 @@ struct BenchOptions {
   std::string split_mode = "none";  // -sm
   std::vector<float> tensor_split;  // -ts
   std::vector<std::string> allreduce{"p2p"};  // -ar: one configuration per transport
+  std::vector<std::string> cache_type_k{"f16"};  // -ctk, -ctv: one configuration per pair
+  std::vector<std::string> cache_type_v{"f16"};
   int poll = kDefaultPoll;
   std::string output = "md";
   bool exact = false;
@@ -171,6 +173,8 @@ BenchRecord configuration_record(const model::Model& model, const BenchOptions& 
   r.n_threads = d.n_threads > 0 ? d.n_threads : static_cast<int>(std::thread::hardware_concurrency());
   r.split_mode = d.split_mode;
   if (d.split_mode == "tensor") r.allreduce = d.transport();
+  r.type_k = d.cache_type_k;
+  r.type_v = d.cache_type_v;
   const backend::DeviceChoice where = backend::choose_device(d.devices().front(), d.n_gpu_layers);
   if (where.device == backend::Device::cuda) {
     r.backend = "CUDA";
@@ -234,12 +238,22 @@ void run_configuration(const model::Model& model, const BenchOptions& o, engine:
   }
 }
 
-// The -ub values crossed with the -ar transports (transports only under -sm tensor).
-std::vector<std::pair<int, std::string>> ubatch_and_allreduce(const BenchOptions& o) {
-  std::vector<std::pair<int, std::string>> out;
+// What one decoder is made with besides -t and -b: a -ub value, an -ar
+// transport (only under -sm tensor), and a -ctk/-ctv pair.
+struct Configuration {
+  int n_ubatch;
+  std::string allreduce, type_k, type_v;
+};
+
+std::vector<Configuration> configurations(const BenchOptions& o) {
+  std::vector<Configuration> out;
   const std::vector<std::string> ars = o.split_mode == "tensor" ? o.allreduce : std::vector<std::string>{"host"};
   for (int nub : o.n_ubatch) {
-    for (const std::string& ar : ars) out.emplace_back(nub, ar);
+    for (const std::string& ar : ars) {
+      for (const std::string& tk : o.cache_type_k) {
+        for (const std::string& tv : o.cache_type_v) out.push_back({nub, ar, tk, tv});
+      }
+    }
   }
   return out;
 }
@@ -255,12 +269,14 @@ void run_bench(const BenchOptions& o) {
   std::mt19937 rng(1234);
   for (int threads : o.threads) {
     for (int nb : o.n_batch) {
-      for (const auto& [nub, ar] : ubatch_and_allreduce(o)) {
+      for (const Configuration& c : configurations(o)) {
         engine::DecoderOptions d;
-        d.allreduce = ar;
+        d.allreduce = c.allreduce;
+        d.cache_type_k = c.type_k;
+        d.cache_type_v = c.type_v;
         d.n_ctx = 16;
         d.n_batch = nb;
-        d.n_ubatch = nub;
+        d.n_ubatch = c.n_ubatch;
         d.n_threads = threads;
         d.poll = o.poll;
         d.exact = o.exact;
@@ -301,6 +317,8 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--n-gpu-layers", o->n_gpu_layers, "-ngl: 0 computes on the CPU; any other value puts every layer on the GPU");
   add_split_flags(cmd, o->split_mode, o->tensor_split);
   cmd->add_option("--allreduce", o->allreduce, "-ar: GPU ranks' transports to measure (list: nccl,host,p2p)")->delimiter(',');
+  cmd->add_option("--cache-type-k", o->cache_type_k, "-ctk: KV cache types for K (list: f32,f16,bf16,q8_0)")->delimiter(',');
+  cmd->add_option("--cache-type-v", o->cache_type_v, "-ctv: KV cache types for V (list)")->delimiter(',');
   cmd->callback([o] { run_bench(*o); });
 }
 

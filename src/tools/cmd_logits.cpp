@@ -103,6 +103,7 @@ void register_logits(CLI::App& app) {
   cmd->callback([opt] {
     auto model = model::Model::load(opt->model);
     engine::Decoder dec(*model, opt->dec);
+    fmt::print(stderr, "logits: {}\n", backend::describe(dec.memory()));
     std::vector<float> logits = run(dec, read_ids(opt->ids), opt->together);
     std::FILE* f = std::fopen(opt->output.c_str(), "wb");
     if (!f) fail("cannot create '{}'", opt->output);

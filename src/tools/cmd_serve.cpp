@@ -175,12 +175,9 @@ void serve(const ServeOptions& o) {
   }
   loaded.store(true);
   const server::ServedModel& m = *state.model();
-  const backend::MemoryUse mem = m.service->memory();
   fmt::print(stderr, "serve: ready: model '{}', {} slots, context {} tokens per request\n", m.id,
              o.n_parallel, m.service->n_ctx());
-  fmt::print(stderr, "serve: on {}: weights {:.2f} GB, KV cache {:.2f} GB, workspace {:.2f} GB\n", mem.device,
-             static_cast<double>(mem.weights) / 1e9, static_cast<double>(mem.kv) / 1e9,
-             static_cast<double>(mem.workspace) / 1e9);
+  fmt::print(stderr, "serve: {}\n", backend::describe(m.service->memory()));
   http.wait();
   state.take().reset();  // the engine stops after the last HTTP thread has ended
   fmt::print(stderr, "serve: stopped\n");

@@ -14,6 +14,7 @@ ModelSession::ModelSession(const std::string& path, const engine::DecoderOptions
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   fmt::print(stderr, "load: {} ({} layers, vocabulary {}) ready in {:.1f} ms\n", path,
              model->hparams().n_layer, tokenizer.n_vocab(), ms);
+  fmt::print(stderr, "load: {}\n", backend::describe(decoder.memory()));
 }
 
 }  // namespace cohort::tools

@@ -29,6 +29,8 @@ void add_decoder_flags(CLI::App* cmd, engine::DecoderOptions& o) {
                   "comma-separated list, one entry per rank (e.g. cpu,cpu)");
   cmd->add_option("--n-gpu-layers", o.n_gpu_layers, "-ngl: 0 computes on the CPU; any other value puts every layer on the GPU");
   cmd->add_flag("--exact", o.exact, "CPU reference path: F32 activations in every dot product");
+  cmd->add_option("--cache-type-k", o.cache_type_k, "-ctk: the KV cache's type for K: f32, f16 (default), bf16, q8_0");
+  cmd->add_option("--cache-type-v", o.cache_type_v, "-ctv: the KV cache's type for V: f32, f16 (default), bf16, q8_0");
   add_split_flags(cmd, o.split_mode, o.tensor_split);
   cmd->add_option("--allreduce", o.allreduce,
                   "-ar: how GPU ranks reduce: p2p (device memory, default; host where peer access is missing), "

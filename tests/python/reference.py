@@ -7,24 +7,37 @@ import numpy as np
 from conftest import run_cohort
 
 
-def llama_cpp_logits(model_path, ids, n_ctx=None, n_threads=2):
+# ggml type ids of the KV cache types both sides store (llama.cpp's type_k/type_v)
+GGML_TYPE = {"f32": 0, "f16": 1, "q8_0": 8, "bf16": 30}
+
+
+def cache_flags(kind):
+    """cohort's flags for a KV cache of type `kind` for K and V."""
+    return ("-ctk", kind, "-ctv", kind)
+
+
+def llama_cpp_logits(model_path, ids, n_ctx=None, n_threads=2, cache="f32", **kwargs):
+    """llama.cpp's logits with a KV cache of type `cache` (F32 by default, the
+    cache of cohort's bit-for-bit comparisons); kwargs go to Llama()."""
     from llama_cpp import Llama
     llm = Llama(model_path=str(model_path), n_ctx=n_ctx or max(64, len(ids)), n_batch=512,
                 n_ubatch=512, logits_all=True, verbose=False, n_threads=n_threads,
-                n_threads_batch=n_threads, type_k=0, type_v=0)  # F32 KV cache, as ours
+                n_threads_batch=n_threads, type_k=GGML_TYPE[cache], type_v=GGML_TYPE[cache], **kwargs)
     llm.eval(list(ids))
     out = np.array(llm.scores[:len(ids)], dtype=np.float32)
     llm.close()
     return out
 
 
-def cohort_logits(cohort_bin, model_path, seqs, tmp_path, n_vocab, extra=()):
+def cohort_logits(cohort_bin, model_path, seqs, tmp_path, n_vocab, extra=(), cache="f32"):
+    """cohort's teacher-forced logits, with a KV cache of type `cache` (F32 by
+    default, as llama_cpp_logits)."""
     ids_file = tmp_path / "ids.json"
     out_file = tmp_path / "logits.f32"
     ids_file.write_text(json.dumps([list(map(int, s)) for s in seqs]))
     total = sum(len(s) for s in seqs)
     run_cohort(cohort_bin, "logits", "-m", model_path, "--ids", ids_file, "-o", out_file,
-               "-c", max(256, total + 16), *extra)
+               "-c", max(256, total + 16), *cache_flags(cache), *extra)
     return np.fromfile(out_file, dtype=np.float32).reshape(total, n_vocab)
 
 

@@ -116,6 +116,33 @@ def test_mkmodel_logits_match_llama_cpp(tmp_path, cohort_bin, arch, qtype):
     check_three_way(f"{arch} {qtype}", exact, llama, ours, qtype in FULL_PRECISION)
 
 
+# llama.cpp stores a quantized V only under flash attention.
+LLAMA_CPP_CACHE = {"f16": {}, "q8_0": {"flash_attn": True}}
+
+
+@pytest.mark.parametrize("cache", ["f16", "q8_0"])
+@pytest.mark.parametrize("model", ["default", "qwen3-bf16", "llama-q4_k"])
+def test_kv_cache_types_against_llama_cpp(tmp_path, cohort_bin, default_model, model, cache):
+    """-ctk/-ctv f16 (the default) against llama.cpp's default F16 cache, q8_0
+    against its q8_0 cache: the KLD bounds of the F32-cache tests, and every
+    top-1 disagreement a near-tie of llama.cpp's logits or sided by F64 (which
+    keeps K and V exact, so it stands for neither cache)."""
+    if model == "default":
+        path, ids = default_model, default_model_ids(default_model, N_POSITIONS)
+    else:
+        arch, qtype = model.split("-")
+        path = tmp_path / f"{model}.gguf"
+        run_cohort(cohort_bin, "mkmodel", "--preset", "tiny", "--arch", arch, "--type", qtype, "-o", path)
+        ids = random_ids(512, N_POSITIONS, seed=7)
+    llama = llama_cpp_logits(path, ids, cache=cache, **LLAMA_CPP_CACHE[cache])
+    ours = cohort_logits(cohort_bin, path, [ids], tmp_path, llama.shape[1], cache=cache)
+    m = compare(llama, ours)
+    eps = near_tie(llama)
+    ties = check_disagreements(llama, ours, f64_forward.forward(path, ids), eps)
+    print(f"\n{model} -ctk/-ctv {cache}: cohort vs llama.cpp {m} {ties} near-tie < {eps:.3g}")
+    assert m["kld"] <= (1e-4 if model == "qwen3-bf16" else 5e-3), m
+
+
 def test_batched_equals_unbatched(tmp_path, cohort_bin):
     path = tmp_path / "tiny.gguf"
     run_cohort(cohort_bin, "mkmodel", "--preset", "tiny", "--arch", "qwen3", "--type", "q4_k",

@@ -57,7 +57,7 @@ def test_greedy_continuations_match_llama_cpp(tmp_path, cohort_bin, default_mode
         ended = llama_cpp.llama_vocab_is_eog(llm._model.vocab, path[-1])
         ref_text = llm.detokenize(path[:-1] if ended else path).decode("utf-8", errors="replace")
         ours = run_cohort(cohort_bin, "run", "-m", default_model, "-p", prompt, "-n", N_GEN,
-                          "--temp", 0, "-c", 256).stdout
+                          "--temp", 0, "-c", 256, "-ctk", "f32", "-ctv", "f32").stdout
         if ours == ref_text:
             identical += 1
             continue

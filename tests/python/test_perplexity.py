@@ -21,7 +21,7 @@ def documentation_text():
 def llama_cpp_perplexity(model_path, text):
     from llama_cpp import Llama
     llm = Llama(model_path=str(model_path), n_ctx=N_CTX, n_batch=N_CTX, logits_all=True,
-                verbose=False, n_threads=2, type_k=0, type_v=0)
+                verbose=False, n_threads=2)  # llama.cpp's default F16 KV cache, as cohort's
     tokens = llm.tokenize(text.encode(), add_bos=True, special=False)
     nll = []
     for c in range(N_CHUNKS):

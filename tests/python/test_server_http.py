@@ -12,6 +12,8 @@ import pytest
 import requests
 from openai import OpenAI
 
+from conftest import SERVE_ARGS, serving
+
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
 TIMEOUT = (5, 300)
@@ -345,6 +347,22 @@ def test_llama_routes(cohort_server):
     metrics = requests.get(cohort_server + "/metrics", timeout=TIMEOUT)
     assert metrics.headers["Content-Type"].startswith("text/plain")
     assert "cohort:requests_total" in metrics.text and "cohort:phase{" in metrics.text
+
+
+def test_kv_cache_types_in_props_and_answers(cohort_server, cohort_bin, default_model, tmp_path):
+    """/props reports the cache's types, tokens and bytes: the default f16 is half of
+    f32, and q8_0 34/128 of it (SmolLM2's heads are two 32-blocks); the server answers
+    with a q8_0 cache too."""
+    default = requests.get(cohort_server + "/props", timeout=TIMEOUT).json()["memory"]
+    assert (default["cache_type_k"], default["cache_type_v"], default["kv_tokens"]) == ("f16", "f16", 2048)
+    for kind, ratio in (("f32", 2.0), ("q8_0", 34 / 64)):
+        with serving(cohort_bin, default_model, [*SERVE_ARGS, "-ctk", kind, "-ctv", kind], tmp_path) as url:
+            mem = requests.get(url + "/props", timeout=TIMEOUT).json()["memory"]
+            assert (mem["cache_type_k"], mem["cache_type_v"]) == (kind, kind), mem
+            assert mem["kv_bytes"] == ratio * default["kv_bytes"], (mem, default)
+            r = requests.post(url + "/v1/completions", json={"prompt": "The sea is", "max_tokens": 4},
+                              timeout=TIMEOUT).json()
+            assert r["usage"]["completion_tokens"] == 4, r
 
 
 LONG = {"prompt": "Count to one thousand: 1, 2, 3,", "max_tokens": 900, "ignore_eos": True}

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "quant/quant.h"
 
 namespace cohort::cpu {
 namespace {
@@ -36,7 +37,7 @@ CpuBackend::CpuBackend(const backend::BackendOptions& options, const backend::Ba
       head_dim_(limits.head_dim) {
   const auto n_threads = static_cast<size_t>(pool_.n_threads());
   scores_.resize(n_threads * static_cast<size_t>(limits.n_max_ctx));
-  lanes_.resize(n_threads * static_cast<size_t>(kWideLanes * limits.head_dim));
+  lanes_.resize(n_threads * static_cast<size_t>((kWideLanes + 1) * limits.head_dim));
   // F16 activations (2 bytes per input) are the widest any weight type pairs
   // with, so a scratch sized for them fits every matrix of the model.
   const WeightView widest{gguf::TensorType::F16, nullptr, limits.max_row, 1, 0};
@@ -45,7 +46,12 @@ CpuBackend::CpuBackend(const backend::BackendOptions& options, const backend::Ba
 
 backend::MemoryUse CpuBackend::memory() const {
   const size_t scratch = (scores_.size() + lanes_.size()) * sizeof(float) + activations_.size();
-  return {"cpu", 0, kv_.n_bytes(), allocated_ + scratch};
+  backend::MemoryUse m;
+  m.device = "cpu";
+  m.kv = kv_.n_bytes();
+  m.workspace = allocated_ + scratch;
+  backend::describe_kv(kv_.shape(), m);
+  return m;
 }
 
 backend::Tensor CpuBackend::alloc(int64_t n_rows, int64_t n_cols) {
@@ -98,11 +104,12 @@ void CpuBackend::rope(const backend::RopeParams& p, TensorView x, int64_t n_head
 void CpuBackend::store_kv(int layer, ConstTensorView k, ConstTensorView v,
                           const backend::StepInput& in) {
   const int64_t row = k.n_cols;
+  const kv::KvCacheShape& shape = kv_.shape();
   for (int64_t t = 0; t < in.n_tok; ++t) {
     const int32_t slot = in.kv_slots[static_cast<size_t>(t)];
     const kv::Slot s{slot / in.block_size, slot % in.block_size};
-    std::copy_n(k.f32() + t * row, row, kv_.k(layer, s));
-    std::copy_n(v.f32() + t * row, row, kv_.v(layer, s));
+    quant::quantize(shape.type_k, k.f32() + t * row, kv_.k(layer, s), row);
+    quant::quantize(shape.type_v, v.f32() + t * row, kv_.v(layer, s), row);
   }
 }
 

@@ -1,5 +1,5 @@
 // The CPU implementation of backend::Backend: the ops of backend/cpu/ops.h on
-// a thread pool, over an F32 paged KV cache in host memory.
+// a thread pool, over a paged KV cache in host memory (kv::KvCache, -ctk/-ctv).
 //
 // Two paths, chosen at construction: the fast path (default) quantizes
 // matmul activations to the weight's partner type and takes llama.cpp's F32
@@ -56,7 +56,7 @@ class CpuBackend final : public backend::Backend {
   int64_t n_max_ctx_;
   int64_t head_dim_;
   std::vector<float> scores_;         // [n_threads, n_max_ctx] attention weights of one head
-  std::vector<float> lanes_;          // [n_threads, kWideLanes, head_dim] attention output lanes
+  std::vector<float> lanes_;          // [n_threads, kWideLanes + 1, head_dim] attention output lanes and a V row
   size_t allocated_ = 0;              // bytes handed out by alloc()
   std::vector<uint8_t> activations_;  // [n_max_tok, largest matmul input] quantized inputs (fast path)
 };

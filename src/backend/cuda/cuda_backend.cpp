@@ -77,6 +77,10 @@ CudaBackend::CudaBackend(const backend::BackendOptions& options, const backend::
   if (kv.block_size != kKvBlockSize) {
     fail("cuda{}: the KV cache needs blocks of {} tokens, got {}", device_index_, kKvBlockSize, kv.block_size);
   }
+  if (kv.type_k != gguf::TensorType::F16 || kv.type_v != gguf::TensorType::F16) {
+    fail("cuda{}: the KV cache on a GPU is f16 (-ctk f16 -ctv f16), got -ctk {} -ctv {}", device_index_,
+         gguf::type_name(kv.type_k), gguf::type_name(kv.type_v));
+  }
   if (limits.head_dim != 64 && limits.head_dim != 128 && limits.head_dim != 256) {
     fail("cuda{}: attention supports heads of 64, 128 or 256 dims, the model has {}", device_index_,
          limits.head_dim);
@@ -122,7 +126,13 @@ std::unique_ptr<comm::Communicator> CudaBackend::communicator(comm::CpuGroup& gr
 }
 
 backend::MemoryUse CudaBackend::memory() const {
-  return {fmt::format("cuda{}", device_index_), weights_.size(), kv_bytes(), allocated_ + scratch_bytes_};
+  backend::MemoryUse m;
+  m.device = fmt::format("cuda{}", device_index_);
+  m.weights = weights_.size();
+  m.kv = kv_bytes();
+  m.workspace = allocated_ + scratch_bytes_;
+  backend::describe_kv(limits_.kv, m);
+  return m;
 }
 
 backend::Tensor CudaBackend::alloc_host(int64_t n_rows, int64_t n_cols) {

@@ -1,0 +1,112 @@
+// Helpers of the decoder's tests: a random tiny-tp model on disk, the logits
+// of a fixed two-sequence workload, and how closely two sets of logits agree
+// (mean KLD, top-1 disagreements beyond a near-tie).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "engine/decoder.h"
+#include "model/model.h"
+#include "model/presets.h"
+#include "model/random_model.h"
+
+namespace cohort::engine {
+
+// A random model of the tiny-tp preset (12 heads, 3 KV heads: 1, 2 and 3
+// ranks split every block type) in `type`; the caller removes the file.
+inline std::string write_model(gguf::TensorType type, model::Family family) {
+  model::RandomModelOptions o;
+  o.hp = model::preset("tiny-tp");
+  o.hp.family = family;
+  o.type = type;
+  o.n_threads = 1;
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            fmt::format("cohort-test-{}-{}-{}.gguf", getpid(), model::family_name(family),
+                                        gguf::type_name(type)))
+                               .string();
+  model::write_random_model(o, path);
+  return path;
+}
+
+constexpr int kPrefillA = 70, kPrefillB = 45, kDecodeSteps = 12;
+
+// Two sequences of random tokens prefilled together (several micro-batches
+// of 32), then decoded together for kDecodeSteps steps; every row's logits,
+// in order. `o` gives the device, split and cache flags; the sizes are set here.
+inline std::vector<float> two_sequence_logits(const model::Model& m, DecoderOptions o) {
+  o.n_ctx = 256;
+  o.n_batch = 128;
+  o.n_ubatch = 32;
+  o.n_threads = 2;
+  Decoder dec(m, o);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int32_t> tok(3, dec.n_vocab() - 1);
+  dec.reserve(0, kPrefillA + kDecodeSteps);
+  dec.reserve(1, kPrefillB + kDecodeSteps);
+  std::vector<float> out;
+  Batch b;
+  for (int i = 0; i < kPrefillA; ++i) b.add(tok(rng), i, 0, true);
+  for (int i = 0; i < kPrefillB; ++i) b.add(tok(rng), i, 1, true);
+  std::span<const float> l = dec.decode(b);
+  out.insert(out.end(), l.begin(), l.end());
+  for (int s = 0; s < kDecodeSteps; ++s) {
+    b.clear();
+    b.add(tok(rng), kPrefillA + s, 0, true);
+    b.add(tok(rng), kPrefillB + s, 1, true);
+    l = dec.decode(b);
+    out.insert(out.end(), l.begin(), l.end());
+  }
+  return out;
+}
+
+struct Agreement {
+  double mean_kld = 0.0;
+  int disagree = 0;
+  int misses = 0;  // disagreements that are not near-ties
+};
+
+// KL(ref || ours) per row, averaged; a top-1 disagreement is a near-tie when
+// ref's two logits lie closer than a quarter of ref's median top-1/top-2 gap.
+inline Agreement agree(const std::vector<float>& ref, const std::vector<float>& ours, size_t n_vocab) {
+  const size_t n_rows = ref.size() / n_vocab;
+  std::vector<double> gaps;
+  for (size_t r = 0; r < n_rows; ++r) {
+    std::vector<float> row(ref.begin() + r * n_vocab, ref.begin() + (r + 1) * n_vocab);
+    std::partial_sort(row.begin(), row.begin() + 2, row.end(), std::greater<>());
+    gaps.push_back(row[0] - row[1]);
+  }
+  std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
+  const double tie = 0.25 * gaps[gaps.size() / 2];
+  Agreement a;
+  for (size_t r = 0; r < n_rows; ++r) {
+    const float* p = ref.data() + r * n_vocab;
+    const float* q = ours.data() + r * n_vocab;
+    const double mp = *std::max_element(p, p + n_vocab), mq = *std::max_element(q, q + n_vocab);
+    double sp = 0.0, sq = 0.0;
+    for (size_t i = 0; i < n_vocab; ++i) sp += std::exp(p[i] - mp), sq += std::exp(q[i] - mq);
+    double kld = 0.0;
+    for (size_t i = 0; i < n_vocab; ++i) {
+      const double lp = p[i] - mp - std::log(sp), lq = q[i] - mq - std::log(sq);
+      kld += std::exp(lp) * (lp - lq);
+    }
+    a.mean_kld += kld / static_cast<double>(n_rows);
+    const size_t tp = std::max_element(p, p + n_vocab) - p, tq = std::max_element(q, q + n_vocab) - q;
+    if (tp != tq) {
+      ++a.disagree;
+      if (p[tp] - p[tq] >= tie) ++a.misses;
+    }
+  }
+  return a;
+}
+
+}  // namespace cohort::engine
