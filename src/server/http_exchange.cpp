@@ -4,9 +4,9 @@
 
 namespace cohort::server {
 
-Exchange::Exchange(const HttpRequest& request, Connection& conn,
-                   std::chrono::milliseconds write_timeout, const std::atomic<bool>& stopping)
-    : request_(request), conn_(conn), write_timeout_(write_timeout), stopping_(stopping) {}
+Exchange::Exchange(const HttpRequest& request, Connection& conn, std::chrono::milliseconds write_timeout,
+                   const std::atomic<bool>& stopping, std::string_view cors_origin)
+    : request_(request), conn_(conn), write_timeout_(write_timeout), stopping_(stopping), cors_origin_(cors_origin) {}
 
 void Exchange::add_header(std::string name, std::string value) {
   extra_headers_.emplace_back(std::move(name), std::move(value));
@@ -16,7 +16,7 @@ HttpHeaders Exchange::response_headers(std::string_view content_type) const {
   HttpHeaders h;
   if (!content_type.empty()) h.emplace_back("Content-Type", std::string(content_type));
   h.emplace_back("Server", "cohort");
-  h.emplace_back("Access-Control-Allow-Origin", "*");
+  if (!cors_origin_.empty()) h.emplace_back("Access-Control-Allow-Origin", std::string(cors_origin_));
   for (const auto& kv : extra_headers_) h.push_back(kv);
   return h;
 }

@@ -22,9 +22,11 @@ class Exchange {
  public:
   enum class State { none, responded, streaming, finished, broken };
 
-  // `request`, `conn` and `stopping` must outlive the exchange.
+  // `request`, `conn`, `stopping` and `cors_origin` must outlive the
+  // exchange. Every response carries Access-Control-Allow-Origin:
+  // cors_origin, unless it is empty.
   Exchange(const HttpRequest& request, Connection& conn, std::chrono::milliseconds write_timeout,
-           const std::atomic<bool>& stopping);
+           const std::atomic<bool>& stopping, std::string_view cors_origin = "*");
 
   const HttpRequest& request() const { return request_; }
   State state() const { return state_; }
@@ -53,6 +55,7 @@ class Exchange {
   Connection& conn_;
   const std::chrono::milliseconds write_timeout_;
   const std::atomic<bool>& stopping_;
+  const std::string_view cors_origin_;
   HttpHeaders extra_headers_;
   State state_ = State::none;
   bool chunked_ = false;  // HTTP/1.0 clients get an unframed stream and a close

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <exception>
@@ -173,7 +174,7 @@ bool HttpServer::serve_request(Connection& conn, bool first) {
   }
   HttpRequest& request = *parsed.request;
   if (!read_body(conn, request, deadline)) return false;
-  Exchange exchange(request, conn, options_.write_timeout, stopping_);
+  Exchange exchange(request, conn, options_.write_timeout, stopping_, options_.cors_origin);
   dispatch(exchange);
   if (exchange.state() == Exchange::State::streaming) exchange.end_stream();
   if (exchange.state() == Exchange::State::none && !exchange.client_gone()) {
@@ -234,10 +235,15 @@ void HttpServer::dispatch(Exchange& exchange) {
     respond_error(exchange, 404, fmt::format("Invalid URL ({} {})", request.method, request.path));
     return;
   }
-  if (request.method == "OPTIONS") {  // CORS preflight
+  if (request.method == "OPTIONS") {  // CORS preflight: browsers send it without credentials
     exchange.add_header("Access-Control-Allow-Methods", join_methods(path->second));
     exchange.add_header("Access-Control-Allow-Headers", "*");
     exchange.respond(204, "", "");
+    return;
+  }
+  if (!authorized(request)) {
+    exchange.add_header("WWW-Authenticate", "Bearer");
+    respond_error(exchange, 401, "Invalid API Key");
     return;
   }
   const auto handler = path->second.find(request.method);
@@ -258,6 +264,32 @@ void HttpServer::dispatch(Exchange& exchange) {
   }
 }
 
+// Compares every key with the presented one in time that depends only on
+// their lengths, so that a client cannot learn a key byte by byte from how
+// long a refusal takes.
+bool HttpServer::authorized(const HttpRequest& request) const {
+  if (options_.api_keys.empty()) return true;
+  if (std::find(options_.public_paths.begin(), options_.public_paths.end(), request.path) !=
+      options_.public_paths.end()) {
+    return true;
+  }
+  const std::string* auth = request.header("authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (auth == nullptr || auth->size() < kBearer.size() || auth->compare(0, kBearer.size(), kBearer) != 0) {
+    return false;
+  }
+  const std::string_view given = std::string_view(*auth).substr(kBearer.size());
+  bool match = false;
+  for (const std::string& key : options_.api_keys) {
+    unsigned diff = key.size() == given.size() ? 0u : 1u;
+    for (size_t i = 0; i < key.size(); ++i) {
+      diff |= static_cast<unsigned char>(key[i]) ^ static_cast<unsigned char>(i < given.size() ? given[i] : 0);
+    }
+    match |= diff == 0;
+  }
+  return match;
+}
+
 void HttpServer::respond_error(Exchange& exchange, int status, const std::string& message) {
   if (exchange.state() != Exchange::State::none) return;
   if (!error_body_) {
@@ -271,7 +303,7 @@ void HttpServer::respond_error(Exchange& exchange, int status, const std::string
 void HttpServer::send_error(Connection& conn, int status, const std::string& message) {
   HttpRequest request;  // stands in for the unreadable one; asks for a close
   request.headers.emplace_back("connection", "close");
-  Exchange exchange(request, conn, options_.write_timeout, stopping_);
+  Exchange exchange(request, conn, options_.write_timeout, stopping_, options_.cors_origin);
   respond_error(exchange, status, message);
 }
 

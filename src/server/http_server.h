@@ -16,7 +16,9 @@
 //     501 unknown transfer coding, 505 HTTP version; bodies of these come
 //     from the ErrorBodyFn, so they can be in the API's error format;
 //   - OPTIONS on a known path answers the CORS preflight (204), and every
-//     response carries Access-Control-Allow-Origin: *;
+//     response carries Access-Control-Allow-Origin (options.cors_origin);
+//   - with API keys set, 401 (WWW-Authenticate: Bearer) for a request
+//     without one of them, outside the public paths;
 //   - a handler that throws gets a 500 if nothing was sent yet, else the
 //     connection is closed; the server never lets an exception escape.
 //
@@ -57,6 +59,12 @@ struct HttpServerOptions {
   std::chrono::milliseconds read_timeout{30000};   // one request, from its first byte
   std::chrono::milliseconds idle_timeout{5000};    // keep-alive wait for the next request
   std::chrono::milliseconds write_timeout{30000};  // for the client to take each write
+  // --api-key: when any is set, a request needs "Authorization: Bearer KEY"
+  // with one of them (401 otherwise), except on public_paths and for CORS
+  // preflights.
+  std::vector<std::string> api_keys;
+  std::vector<std::string> public_paths;
+  std::string cors_origin = "*";  // Access-Control-Allow-Origin of every response; empty: none
 };
 
 // The body and content type of a response the server itself produces for
@@ -97,6 +105,8 @@ class HttpServer {
   bool serve_request(Connection& conn, bool first);
   bool read_body(Connection& conn, HttpRequest& request, Connection::Clock::time_point deadline);
   void dispatch(Exchange& exchange);
+  // Whether the request may reach its handler under options_.api_keys.
+  bool authorized(const HttpRequest& request) const;
   // A complete error response on `conn` (and the connection is then closed).
   void send_error(Connection& conn, int status, const std::string& message);
   void respond_error(Exchange& exchange, int status, const std::string& message);

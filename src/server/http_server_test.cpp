@@ -185,6 +185,51 @@ TEST_F(HttpServerTest, BlockedHandlersDoNotStarveOtherRequests) {
   release_.store(true);
 }
 
+// --api-key: a request needs "Authorization: Bearer KEY" with one of the
+// keys, except on the public paths and for the CORS preflight; CORS headers
+// follow cors_origin.
+TEST(HttpServer, ApiKeysGuardEveryRouteButThePublicOnes) {
+  HttpServerOptions o;
+  o.api_keys = {"sk-first", "sk-second"};
+  o.public_paths = {"/health"};
+  o.cors_origin = "";
+  HttpServer server(o, [](int status, const std::string& message) {
+    return ErrorBody{fmt::format("E{}: {}", status, message), "text/plain"};
+  });
+  server.route("GET", "/ping", [](Exchange& e) { e.respond(200, "pong", "text/plain"); });
+  server.route("GET", "/health", [](Exchange& e) { e.respond(200, "ok", "text/plain"); });
+  const int port = server.start("127.0.0.1", 0);
+  auto with_auth = [port](const std::string& path, const std::string& header) {
+    return roundtrip(port, http_request("GET", path, "", header.empty() ? "" : "Authorization: " + header + "\r\n"));
+  };
+  const testing::RawResponse none = with_auth("/ping", "");
+  EXPECT_EQ(none.status, 401);
+  EXPECT_EQ(none.body, "E401: Invalid API Key");
+  EXPECT_EQ(none.headers.at("www-authenticate"), "Bearer");
+  EXPECT_EQ(none.headers.count("access-control-allow-origin"), 0u) << "cors_origin empty: no CORS header";
+  for (const char* bad : {"Bearer sk-firs", "Bearer sk-first2", "Bearer ", "sk-first", "Basic sk-first",
+                          "bearer sk-first", "Bearer SK-FIRST"}) {
+    EXPECT_EQ(with_auth("/ping", bad).status, 401) << bad;
+  }
+  EXPECT_EQ(with_auth("/ping", "Bearer sk-first").body, "pong");
+  EXPECT_EQ(with_auth("/ping", "Bearer sk-second").body, "pong");
+  EXPECT_EQ(with_auth("/health", "").body, "ok") << "a public path needs no key";
+  EXPECT_EQ(with_auth("/nope", "Bearer sk-first").status, 404);
+  EXPECT_EQ(roundtrip(port, http_request("OPTIONS", "/ping")).status, 204) << "preflights carry no credentials";
+}
+
+TEST(HttpServer, CorsOriginIsTheConfiguredOne) {
+  HttpServerOptions o;
+  o.cors_origin = "https://example.org";
+  HttpServer server(o);
+  server.route("GET", "/ping", [](Exchange& e) { e.respond(200, "pong", "text/plain"); });
+  const int port = server.start("127.0.0.1", 0);
+  EXPECT_EQ(roundtrip(port, http_request("GET", "/ping")).headers.at("access-control-allow-origin"),
+            "https://example.org");
+  EXPECT_EQ(roundtrip(port, http_request("GET", "/nope")).headers.at("access-control-allow-origin"),
+            "https://example.org");
+}
+
 TEST(HttpServer, ListenFailureNamesHostAndPort) {
   HttpServer a(HttpServerOptions{});
   const int port = a.start("127.0.0.1", 0);

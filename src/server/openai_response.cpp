@@ -76,6 +76,7 @@ Json error_json(const std::string& message, const std::string& type, const std::
 
 std::string error_type(int status) {
   if (status == 503) return "unavailable_error";
+  if (status == 401) return "authentication_error";
   if (status >= 500) return "server_error";
   return "invalid_request_error";
 }

@@ -23,9 +23,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -63,6 +66,9 @@ struct ServeOptions {
   engine::SamplingParams sampling;         // defaults for requests (--temp ...)
   int n_predict = -1;                      // -n: default max_tokens
   bool metrics = false;                    // --metrics (accepted; /metrics is always on)
+  std::vector<std::string> api_keys;       // --api-key (repeatable)
+  std::string api_key_file;                // --api-key-file: one key per line
+  std::optional<std::string> cors_origin;  // --cors-origin (default: * without keys, none with)
 };
 
 // ---------------------------------------------------------------------------
@@ -132,8 +138,40 @@ std::unique_ptr<server::ServedModel> load_model(const ServeOptions& o) {
   return m;
 }
 
+// The keys of --api-key and of the lines of --api-key-file (blank lines and
+// surrounding blanks ignored).
+std::vector<std::string> api_keys(const ServeOptions& o) {
+  std::vector<std::string> keys = o.api_keys;
+  if (!o.api_key_file.empty()) {
+    std::ifstream in(o.api_key_file);
+    if (!in) fail("--api-key-file {}: cannot read it", o.api_key_file);
+    for (std::string line; std::getline(in, line);) {
+      const size_t a = line.find_first_not_of(" \t\r"), b = line.find_last_not_of(" \t\r");
+      if (a != std::string::npos) keys.push_back(line.substr(a, b - a + 1));
+    }
+    if (keys.size() == o.api_keys.size()) fail("--api-key-file {}: no key in it", o.api_key_file);
+  }
+  for (const std::string& k : keys) {
+    if (k.empty()) fail("--api-key: a key must not be empty");
+  }
+  return keys;
+}
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.starts_with("127.");
+}
+
+// As llama-server: with API keys, every route but /health and the model list
+// needs one. CORS: `*` unless keys are set (then none) or --cors-origin says.
 server::HttpServerOptions http_options(const ServeOptions& o) {
   server::HttpServerOptions h;
+  h.api_keys = api_keys(o);
+  h.public_paths = {"/health", "/v1/health", "/models", "/v1/models"};
+  h.cors_origin = o.cors_origin.value_or(h.api_keys.empty() ? "*" : "");
+  if (h.cors_origin == "*" && !is_loopback(o.host)) {
+    fmt::print(stderr, "serve: warning: listening on {} with Access-Control-Allow-Origin: *; any web page a "
+               "browser opens may call this server (set --api-key or --cors-origin)\n", o.host);
+  }
   h.max_body_bytes = o.max_body;
   h.n_threads = o.threads_http > 0 ? o.threads_http : std::max(o.n_parallel + 4, 8);
   h.max_threads = std::max(h.n_threads, o.threads_http_max);
@@ -204,6 +242,12 @@ void register_serve(CLI::App& app) {
                   "more HTTP workers are started while connections wait, up to this many");
   cmd->add_option("-n,--n-predict", o->n_predict, "default max_tokens of a request (-1: no limit)");
   cmd->add_flag("--metrics", o->metrics, "accepted for llama-server compatibility; /metrics is always on");
+  cmd->add_option("--api-key", o->api_keys,
+                  "require 'Authorization: Bearer KEY' on every route but /health and /v1/models (repeatable)");
+  cmd->add_option("--api-key-file", o->api_key_file, "API keys, one per line");
+  cmd->add_option_function<std::string>(
+      "--cors-origin", [o](const std::string& origin) { o->cors_origin = origin; },
+      "Access-Control-Allow-Origin of responses (default: * without --api-key, none with; '' none)");
   add_sampling_flags(cmd, o->sampling);
   cmd->callback([o] { serve(*o); });
 }

@@ -12,7 +12,7 @@ import pytest
 import requests
 from openai import OpenAI
 
-from conftest import SERVE_ARGS, serving
+from conftest import SERVE_ARGS, run_cohort, serving
 
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
@@ -363,6 +363,42 @@ def test_kv_cache_types_in_props_and_answers(cohort_server, cohort_bin, default_
             r = requests.post(url + "/v1/completions", json={"prompt": "The sea is", "max_tokens": 4},
                               timeout=TIMEOUT).json()
             assert r["usage"]["completion_tokens"] == 4, r
+
+
+def test_api_key_with_the_openai_client(cohort_bin, default_model, tmp_path):
+    """--api-key and --api-key-file: the openai client gets an AuthenticationError
+    without a key or with a wrong one and answers with either key; /health and
+    /v1/models stay open, as llama-server's; no CORS header once keys are set."""
+    import openai
+    key_file = tmp_path / "keys.txt"
+    key_file.write_text("\n  sk-from-file  \n")
+    with serving(cohort_bin, default_model, [*SERVE_ARGS, "--api-key", "sk-flag", "--api-key-file", key_file],
+                 tmp_path) as url:
+        for key in ("unused", "sk-fla", "sk-flag-"):
+            c = OpenAI(base_url=url + "/v1", api_key=key, max_retries=0, timeout=300)
+            with pytest.raises(openai.AuthenticationError) as e:
+                c.completions.create(model="m", prompt="Hi", max_tokens=2)
+            assert e.value.status_code == 401
+            assert e.value.body["type"] == "authentication_error", e.value.body
+            assert len(c.models.list().data) == 1  # public
+        for key in ("sk-flag", "sk-from-file"):
+            c = OpenAI(base_url=url + "/v1", api_key=key, max_retries=0, timeout=300)
+            r = c.completions.create(model=c.models.list().data[0].id, prompt="Hi", max_tokens=2)
+            assert r.usage.completion_tokens == 2
+        assert requests.get(url + "/health", timeout=TIMEOUT).status_code == 200
+        for path in ("/props", "/slots", "/metrics"):
+            r = requests.get(url + path, timeout=TIMEOUT)
+            assert r.status_code == 401 and "access-control-allow-origin" not in r.headers, (path, r.headers)
+
+
+def test_impossible_api_key_flags_are_clear_errors(cohort_bin, default_model, tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n \n")
+    for args, message in ((["--api-key-file", tmp_path / "missing.txt"], "cannot read it"),
+                          (["--api-key-file", empty], "no key in it"),
+                          (["--api-key", ""], "must not be empty")):
+        res = run_cohort(cohort_bin, "serve", "-m", default_model, "--port", "0", *args, check=False)
+        assert res.returncode == 1 and message in res.stderr, (args, res.stderr)
 
 
 LONG = {"prompt": "Count to one thousand: 1, 2, 3,", "max_tokens": 900, "ignore_eos": True}
