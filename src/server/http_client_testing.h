@@ -51,6 +51,20 @@ class ClientSocket {
     return received_;
   }
   std::string read_all() { return read_until(""); }
+  // Ends the client's side (the server reads end of file), keeps reading open.
+  void shutdown_write() { ::shutdown(fd_, SHUT_WR); }
+  // One recv of at most `max` bytes, waiting up to `timeout` for data.
+  void read_some(size_t max, std::chrono::milliseconds timeout) {
+    pollfd p{fd_, POLLIN, 0};
+    if (eof_ || ::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return;
+    std::string buf(max, '\0');
+    const ssize_t n = ::recv(fd_, buf.data(), max, 0);
+    if (n <= 0) eof_ = true;
+    else received_.append(buf, 0, static_cast<size_t>(n));
+  }
+  bool eof() const { return eof_; }
+  const std::string& received() const { return received_; }
+  void set_receive_buffer(int bytes) { ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes); }
   void close() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;

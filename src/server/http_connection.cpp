@@ -106,12 +106,13 @@ Connection::ReadStatus Connection::read_exact(size_t n, std::string& out,
 }
 
 bool Connection::write_all(std::string_view data, std::chrono::milliseconds timeout) {
-  const Clock::time_point deadline = Clock::now() + timeout;
+  Clock::time_point deadline = Clock::now() + timeout;
   while (!data.empty()) {
     if (stop_.load(std::memory_order_relaxed)) return false;
     const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
+    if (n > 0) {  // the client took some: its time for the rest starts again
       data.remove_prefix(static_cast<size_t>(n));
+      deadline = Clock::now() + timeout;
       continue;
     }
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;

@@ -115,6 +115,11 @@ BodyFraming body_framing(const HttpRequest& request) {
   std::optional<size_t> length;
   for (const auto& [k, v] : request.headers) {
     if (k == "transfer-encoding") {
+      if (te != nullptr) {  // RFC 9112 §6.1: the lines form one list, whose last coding must be chunked
+        f.status = 400;
+        f.error = "several Transfer-Encoding lines";
+        return f;
+      }
       te = &v;
     } else if (k == "content-length") {
       size_t n = 0;

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "common/http_text.h"
 
 namespace cohort::server {
 namespace {
@@ -197,16 +198,21 @@ bool HttpServer::read_body(Connection& conn, HttpRequest& request, Clock::time_p
   }
   if (framing.kind == BodyFraming::Kind::none) return true;
   const std::string* expect = request.header("expect");
-  if (expect && *expect == "100-continue" &&
+  if (expect && http_text::lower(*expect) == "100-continue" &&
       !conn.write_all("HTTP/1.1 100 Continue\r\n\r\n", options_.write_timeout)) {
     return false;
   }
   if (framing.kind == BodyFraming::Kind::length) {
-    return conn.read_exact(framing.length, request.body, deadline) == Connection::ReadStatus::ok;
+    return body_read(conn, conn.read_exact(framing.length, request.body, deadline));
   }
   std::string line;  // chunked: size line, data, CRLF ... "0", trailers, blank line
   for (;;) {
-    if (conn.read_line(line, 1024, deadline) != Connection::ReadStatus::ok) return false;
+    const Connection::ReadStatus rs = conn.read_line(line, 1024, deadline);
+    if (rs == Connection::ReadStatus::too_large) {
+      send_error(conn, 400, "malformed chunk size line");
+      return false;
+    }
+    if (!body_read(conn, rs)) return false;
     const std::optional<size_t> size = parse_chunk_size(line, limit);
     if (!size) {
       send_error(conn, 400, "malformed chunk size line");
@@ -217,15 +223,33 @@ bool HttpServer::read_body(Connection& conn, HttpRequest& request, Clock::time_p
       return false;
     }
     if (*size == 0) break;
-    if (conn.read_exact(*size, request.body, deadline) != Connection::ReadStatus::ok) return false;
-    if (conn.read_line(line, 0, deadline) != Connection::ReadStatus::ok || !line.empty()) return false;
-  }
-  do {  // trailer fields, ignored, up to the blank line
-    if (conn.read_line(line, options_.max_head_bytes, deadline) != Connection::ReadStatus::ok) {
+    if (!body_read(conn, conn.read_exact(*size, request.body, deadline))) return false;
+    const Connection::ReadStatus end = conn.read_line(line, 0, deadline);
+    if (end == Connection::ReadStatus::too_large || (end == Connection::ReadStatus::ok && !line.empty())) {
+      send_error(conn, 400, "chunk data not followed by CRLF");
       return false;
     }
+    if (!body_read(conn, end)) return false;
+  }
+  do {  // trailer fields, ignored, up to the blank line
+    const Connection::ReadStatus rs = conn.read_line(line, options_.max_head_bytes, deadline);
+    if (rs == Connection::ReadStatus::too_large) {
+      send_error(conn, 431, "trailer fields larger than " + std::to_string(options_.max_head_bytes) + " bytes");
+      return false;
+    }
+    if (!body_read(conn, rs)) return false;
   } while (!line.empty());
   return true;
+}
+
+// A body read that did not complete is answered where someone may read the
+// answer: 408 when the time ran out, 400 when the client ended its side
+// before the body did; a stopping server or a broken socket closes.
+bool HttpServer::body_read(Connection& conn, Connection::ReadStatus status) {
+  if (status == Connection::ReadStatus::ok) return true;
+  if (status == Connection::ReadStatus::timeout) send_error(conn, 408, "the request body did not arrive in time");
+  if (status == Connection::ReadStatus::closed) send_error(conn, 400, "the request body ended early");
+  return false;
 }
 
 void HttpServer::dispatch(Exchange& exchange) {

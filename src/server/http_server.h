@@ -13,8 +13,11 @@
 //     bodies, "Expect: 100-continue";
 //   - 400 malformed request, 404 unknown path, 405 known path with another
 //     method (with Allow), 413 body over the limit, 431 head over the limit,
-//     501 unknown transfer coding, 505 HTTP version; bodies of these come
-//     from the ErrorBodyFn, so they can be in the API's error format;
+//     501 unknown transfer coding (400 for several Transfer-Encoding
+//     lines), 505 HTTP version; a body that breaks off gets 400 (malformed
+//     chunk framing, or the client ended its side) or 408 (it went quiet
+//     past read_timeout) before the close; bodies of these come from the
+//     ErrorBodyFn, so they can be in the API's error format;
 //   - OPTIONS on a known path answers the CORS preflight (204), and every
 //     response carries Access-Control-Allow-Origin (options.cors_origin);
 //   - with API keys set, 401 (WWW-Authenticate: Bearer) for a request
@@ -58,7 +61,7 @@ struct HttpServerOptions {
   int max_threads = 256;                      // --threads-http-max: started on demand
   std::chrono::milliseconds read_timeout{30000};   // one request, from its first byte
   std::chrono::milliseconds idle_timeout{5000};    // keep-alive wait for the next request
-  std::chrono::milliseconds write_timeout{30000};  // for the client to take each write
+  std::chrono::milliseconds write_timeout{30000};  // the longest a client may take no bytes of a reply
   // --api-key: when any is set, a request needs "Authorization: Bearer KEY"
   // with one of them (401 otherwise), except on public_paths and for CORS
   // preflights.
@@ -104,6 +107,8 @@ class HttpServer {
   // Serves one request; returns whether the connection stays open.
   bool serve_request(Connection& conn, bool first);
   bool read_body(Connection& conn, HttpRequest& request, Connection::Clock::time_point deadline);
+  // True for `ok`; otherwise answers what can be answered and returns false.
+  bool body_read(Connection& conn, Connection::ReadStatus status);
   void dispatch(Exchange& exchange);
   // Whether the request may reach its handler under options_.api_keys.
   bool authorized(const HttpRequest& request) const;

@@ -230,6 +230,68 @@ TEST(HttpServer, CorsOriginIsTheConfiguredOne) {
             "https://example.org");
 }
 
+// A body that breaks off is answered before the close: 400 when the client
+// ended its side or sent malformed framing, 408 when it went quiet; several
+// Transfer-Encoding lines are refused; Expect is matched without case.
+TEST(HttpServer, BodyFramingErrorsAreAnsweredBeforeTheClose) {
+  HttpServerOptions o;
+  o.read_timeout = 300ms;
+  HttpServer server(o);
+  server.route("POST", "/echo", [](Exchange& e) { e.respond(200, e.request().body, "text/plain"); });
+  const int port = server.start("127.0.0.1", 0);
+  const std::string chunked = "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const testing::RawResponse no_crlf = roundtrip(port, chunked + "2\r\nhiXX\r\n0\r\n\r\n");
+  EXPECT_EQ(no_crlf.status, 400);
+  EXPECT_NE(no_crlf.body.find("CRLF"), std::string::npos) << no_crlf.body;
+  for (const std::string& cut : {chunked + "2\r\nhi\r\n", chunked + "2\r\nh",
+                                 std::string("POST /echo HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc")}) {
+    {
+      testing::ClientSocket s(port);
+      s.send(cut);
+      s.shutdown_write();
+      EXPECT_EQ(testing::parse_response(s.read_all()).status, 400) << cut;
+    }
+    {
+      testing::ClientSocket s(port);
+      s.send(cut);
+      EXPECT_EQ(testing::parse_response(s.read_all()).status, 408) << cut;
+    }
+  }
+  EXPECT_EQ(roundtrip(port, "POST /echo HTTP/1.1\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
+                            "2\r\nhi\r\n0\r\n\r\n").status,
+            400);
+  EXPECT_EQ(roundtrip(port, "POST /echo HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n").status,
+            501);
+  testing::ClientSocket s(port);
+  s.send("POST /echo HTTP/1.1\r\nExpect: 100-Continue\r\nContent-Length: 2\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(s.read_until("100 Continue\r\n\r\n", 2s).find("HTTP/1.1 100 Continue"), std::string::npos);
+  s.send("ok");
+  const std::string all = s.read_all();
+  EXPECT_EQ(testing::parse_response(all.substr(all.find("\r\n\r\n") + 4)).body, "ok");
+}
+
+// write_timeout bounds each stall of a slow reader, not the whole reply: a
+// client that takes a large reply slowly, but steadily, gets all of it.
+TEST(HttpServer, ASlowButSteadyReaderGetsALargeReply) {
+  HttpServerOptions o;
+  o.write_timeout = 400ms;
+  HttpServer server(o);
+  const std::string big(16 << 20, 'x');
+  server.route("GET", "/big", [&big](Exchange& e) { e.respond(200, big, "text/plain"); });
+  const int port = server.start("127.0.0.1", 0);
+  testing::ClientSocket s(port);
+  s.set_receive_buffer(64 << 10);
+  s.send(http_request("GET", "/big"));
+  // At most 64 KiB every 5 ms: about a second beyond what the socket
+  // buffers hold, well past write_timeout, but never a stall that long.
+  const auto give_up = std::chrono::steady_clock::now() + 30s;
+  while (!s.eof() && std::chrono::steady_clock::now() < give_up) {
+    s.read_some(64 << 10, 1s);
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(testing::parse_response(s.received()).body.size(), big.size());
+}
+
 TEST(HttpServer, ListenFailureNamesHostAndPort) {
   HttpServer a(HttpServerOptions{});
   const int port = a.start("127.0.0.1", 0);
