@@ -95,13 +95,33 @@ Connection::ReadStatus Connection::read_line(std::string& line, size_t max,
   }
 }
 
+// What is buffered, then the rest received straight into `out`, which grows
+// at most twice as fast as bytes arrive (a large body is held once, and a
+// client that announces much and sends little holds little).
 Connection::ReadStatus Connection::read_exact(size_t n, std::string& out,
                                               Clock::time_point deadline) {
-  while (buffer_.size() < n) {
-    if (ReadStatus s = fill(deadline); s != ReadStatus::ok) return s;
+  const size_t buffered = std::min(n, buffer_.size());
+  out.append(buffer_, 0, buffered);
+  buffer_.erase(0, buffered);
+  const size_t end = out.size() + (n - buffered);
+  size_t have = out.size();
+  while (have < end) {
+    if (stop_.load(std::memory_order_relaxed)) return ReadStatus::stopped;
+    if (have == out.size()) out.resize(std::min(end, std::max(have + kMinGrowth, 2 * have)));
+    pollfd p{fd_, POLLIN, 0};
+    const int ready = ::poll(&p, 1, slice_ms(deadline));
+    if (ready < 0 && errno != EINTR) return ReadStatus::error;
+    if (ready > 0) {
+      const ssize_t got = ::recv(fd_, out.data() + have, out.size() - have, 0);
+      if (got > 0) {
+        have += static_cast<size_t>(got);
+        continue;
+      }
+      if (got == 0) return ReadStatus::closed;
+      if (errno != EINTR && errno != EAGAIN) return ReadStatus::error;
+    }
+    if (Clock::now() >= deadline) return ReadStatus::timeout;
   }
-  out.append(buffer_, 0, n);
-  buffer_.erase(0, n);
   return ReadStatus::ok;
 }
 

@@ -21,6 +21,7 @@ class Connection {
  public:
   using Clock = std::chrono::steady_clock;
   static constexpr std::chrono::milliseconds kPollSlice{50};
+  static constexpr size_t kMinGrowth = size_t{64} << 10;  // read_exact's first step
 
   enum class ReadStatus {
     ok,

@@ -8,6 +8,7 @@
 #include "server/api_reply.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
+#include "server/openai_response.h"
 #include "server/routes.h"
 #include "tokenizer/utf8.h"
 
@@ -31,33 +32,59 @@ Json piece_json(const std::string& piece) {
   return bytes;
 }
 
+// The reply is written as text, token by token: a JSON tree of the tokens
+// would take ~16 bytes per id and ~150 per piece.
 void tokenize(Exchange& exchange, const ServedModel& model) {
-  const Json body = parse_json_object(exchange.request().body);
-  const std::optional<std::string> content = read_string(body, "content");
-  if (!content) reject_field("content", "is required");
-  const bool add_special = read_bool(body, "add_special").value_or(false);
-  const bool parse_special = read_bool(body, "parse_special").value_or(true);
-  const bool with_pieces = read_bool(body, "with_pieces").value_or(false);
-  const std::vector<int32_t> ids = model.tokenizer.encode(*content, add_special, parse_special);
-  Json tokens = Json::array();
-  for (int32_t id : ids) {
+  std::string content;
+  bool add_special = false, parse_special = true, with_pieces = false;
+  {
+    const ParsedBody parsed(exchange.request().body);
+    const Json& body = parsed.json();
+    const std::optional<std::string> text = read_string(body, "content");
+    if (!text) reject_field("content", "is required");
+    content = *text;
+    add_special = read_bool(body, "add_special").value_or(false);
+    parse_special = read_bool(body, "parse_special").value_or(true);
+    with_pieces = read_bool(body, "with_pieces").value_or(false);
+  }
+  const std::vector<int32_t> ids = model.tokenizer.encode(content, add_special, parse_special);
+  if (static_cast<int64_t>(ids.size()) > model.max_tokenize) {
+    reject_field("content", fmt::format("gives {} tokens, more than --max-tokenize {}", ids.size(), model.max_tokenize));
+  }
+  std::string out = R"({"tokens":[)";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) out += ',';
     if (with_pieces) {
-      tokens.push_back({{"id", id}, {"piece", piece_json(model.tokenizer.token_to_piece(id, true))}});
+      out += dump(Json{{"id", ids[i]}, {"piece", piece_json(model.tokenizer.token_to_piece(ids[i], true))}});
     } else {
-      tokens.push_back(id);
+      out += std::to_string(ids[i]);
     }
   }
-  reply_json(exchange, 200, Json{{"tokens", std::move(tokens)}});
+  out += "]}";
+  exchange.respond(200, out, "application/json; charset=utf-8");
 }
 
 void detokenize(Exchange& exchange, const ServedModel& model) {
-  const Json body = parse_json_object(exchange.request().body);
   std::vector<int32_t> ids;
-  if (const auto it = body.find("tokens"); it != body.end() && !it->is_null()) {
-    ids = read_token_ids(*it, "tokens", model.tokenizer.n_vocab());
+  {
+    const ParsedBody parsed(exchange.request().body);
+    const Json& body = parsed.json();
+    if (const auto it = body.find("tokens"); it != body.end() && !it->is_null()) {
+      ids = read_token_ids(*it, "tokens", model.tokenizer.n_vocab());
+    }
   }
+  if (static_cast<int64_t>(ids.size()) > model.max_tokenize) {
+    reject_field("tokens", fmt::format("holds {} tokens, more than --max-tokenize {}", ids.size(), model.max_tokenize));
+  }
+  const size_t max_bytes = static_cast<size_t>(model.max_tokenize) * kMaxDetokenizeBytesPerToken;
   std::string content;  // pieces concatenated, special tokens as text (llama-server)
-  for (int32_t id : ids) content += model.tokenizer.token_to_piece(id, true);
+  for (int32_t id : ids) {
+    content += model.tokenizer.token_to_piece(id, true);
+    if (content.size() > max_bytes) {
+      reject_field("tokens", fmt::format("give more than {} bytes of text ({} per token of --max-tokenize {})",
+                                         max_bytes, kMaxDetokenizeBytesPerToken, model.max_tokenize));
+    }
+  }
   reply_json(exchange, 200, Json{{"content", content}});
 }
 

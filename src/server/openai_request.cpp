@@ -1,7 +1,10 @@
 #include "server/openai_request.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <limits>
+#include <semaphore>
 
 #include <fmt/format.h>
 
@@ -140,10 +143,18 @@ void check_prompt_fits(const std::vector<int32_t>& prompt, const PromptContext& 
   }
 }
 
-// Deepest nesting of arrays and objects in JSON text (strings skipped). Run
-// before parsing: copying or printing a parsed value recurses per level.
-size_t json_nesting(std::string_view text) {
-  size_t depth = 0, deepest = 0;
+// The deepest nesting of arrays and objects in JSON text and an upper bound
+// of its values (one more than its commas and colons, plus its arrays and
+// objects), strings skipped. Run before parsing: a parsed value costs far
+// more than its text, and copying or printing one recurses per level.
+struct JsonShape {
+  size_t deepest = 0;
+  size_t values = 1;
+};
+
+JsonShape json_shape(std::string_view text) {
+  JsonShape shape;
+  size_t depth = 0;
   bool in_string = false;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -153,26 +164,55 @@ size_t json_nesting(std::string_view text) {
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
+      shape.deepest = std::max(shape.deepest, ++depth);
+      ++shape.values;
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
+    } else if (c == ',' || c == ':') {
+      ++shape.values;
     }
   }
-  return deepest;
+  return shape;
+}
+
+// Throws for a body too deep or with too many values; returns the values.
+size_t check_shape(std::string_view body) {
+  const JsonShape shape = json_shape(body);
+  if (shape.deepest > kMaxJsonNesting) {
+    throw RequestError(400, fmt::format("the request body nests deeper than {} levels", kMaxJsonNesting));
+  }
+  if (shape.values > kMaxJsonValues) {
+    throw RequestError(400, fmt::format("the request body holds more than {} JSON values", kMaxJsonValues));
+  }
+  return shape.values;
+}
+
+std::counting_semaphore<kLargeTrees>& large_tree_turns() {
+  static std::counting_semaphore<kLargeTrees> turns(kLargeTrees);
+  return turns;
 }
 
 }  // namespace
 
-Json parse_json_object(std::string_view body) {
-  if (json_nesting(body) > kMaxJsonNesting) {
-    throw RequestError(400, fmt::format("the request body nests deeper than {} levels", kMaxJsonNesting));
+ParsedBody::Turn::Turn(bool large) : large_(large) {
+  if (large_) large_tree_turns().acquire();
+}
+
+// A large tree is many small blocks, which the allocator keeps in its free
+// lists when they are freed: without the trim, a burst of large trees
+// would leave the process that much larger for good.
+ParsedBody::Turn::~Turn() {
+  if (!large_) return;
+  malloc_trim(0);
+  large_tree_turns().release();
+}
+
+ParsedBody::ParsedBody(std::string_view body)
+    : turn_(check_shape(body) > kLargeTreeValues), json_(Json::parse(body, nullptr, false)) {
+  if (json_.is_discarded()) throw RequestError(400, "the request body is not valid JSON");
+  if (!json_.is_object()) {
+    throw RequestError(400, fmt::format("the request body must be a JSON object, got {}", json_type_name(json_)));
   }
-  Json j = Json::parse(body, nullptr, false);
-  if (j.is_discarded()) throw RequestError(400, "the request body is not valid JSON");
-  if (!j.is_object()) {
-    throw RequestError(400, fmt::format("the request body must be a JSON object, got {}", json_type_name(j)));
-  }
-  return j;
 }
 
 std::vector<int32_t> read_token_ids(const Json& array, const std::string& field, int32_t n_vocab) {
@@ -196,7 +236,8 @@ std::vector<int32_t> read_token_ids(const Json& array, const std::string& field,
 }
 
 ParsedRequest parse_completion_request(std::string_view body_text, const PromptContext& ctx) {
-  const Json body = parse_json_object(body_text);
+  const ParsedBody parsed(body_text);
+  const Json& body = parsed.json();
   ParsedRequest p = read_common(body, ctx, Endpoint::completions);
   if (read_bool(body, "echo").value_or(false)) reject_field("echo", "is not supported");
   if (auto n = read_int(body, "logprobs", 0, kMaxCompletionLogprobs)) {
@@ -209,7 +250,8 @@ ParsedRequest parse_completion_request(std::string_view body_text, const PromptC
 }
 
 ParsedRequest parse_chat_request(std::string_view body_text, const PromptContext& ctx) {
-  const Json body = parse_json_object(body_text);
+  const ParsedBody parsed(body_text);
+  const Json& body = parsed.json();
   ParsedRequest p = read_common(body, ctx, Endpoint::chat);
   const bool logprobs = read_bool(body, "logprobs").value_or(false);
   const auto top = read_int(body, "top_logprobs", 0, kMaxTopLogprobs);

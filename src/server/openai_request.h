@@ -64,10 +64,44 @@ inline constexpr size_t kMaxStopBytes = 512;      // per stop string
 inline constexpr int kMaxCompletionLogprobs = 5;  // as OpenAI's legacy completions
 inline constexpr int kMaxTopLogprobs = 20;        // as OpenAI's chat completions
 inline constexpr size_t kMaxJsonNesting = 64;     // arrays/objects inside each other
+// Values in one body: a parsed value takes 16 to ~100 bytes however short its
+// text ("{}," is 3), so this bounds the tree at ~25 MB whatever the body.
+// A request uses far fewer (a prompt of token ids: one per token).
+inline constexpr size_t kMaxJsonValues = size_t{1} << 18;
+// At most kLargeTrees trees of more than kLargeTreeValues values exist at
+// once (the others wait): with kMaxJsonValues, ~50 MB in all. Smaller trees
+// take ~1 MB at most.
+inline constexpr size_t kLargeTreeValues = size_t{1} << 14;
+inline constexpr int kLargeTrees = 2;
 
-// The body as a JSON object; RequestError 400 if it is not valid JSON, not
-// an object, or nested deeper than kMaxJsonNesting.
-Json parse_json_object(std::string_view body);
+// A request body parsed as a JSON object: RequestError 400 if it is not
+// valid JSON, not an object, nested deeper than kMaxJsonNesting or holding
+// more than kMaxJsonValues values (both counted before any value is built).
+// A body of a large tree waits for a turn and holds it while the tree
+// lives; the memory it freed is then given back to the system.
+class ParsedBody {
+ public:
+  explicit ParsedBody(std::string_view body);
+  ParsedBody(const ParsedBody&) = delete;
+  ParsedBody& operator=(const ParsedBody&) = delete;
+
+  const Json& json() const { return json_; }
+
+ private:
+  class Turn {
+   public:
+    explicit Turn(bool large);
+    ~Turn();
+    Turn(const Turn&) = delete;
+    Turn& operator=(const Turn&) = delete;
+
+   private:
+    bool large_;
+  };
+
+  Turn turn_;  // declared first: taken before the tree is built, given back after it is freed
+  Json json_;
+};
 
 ParsedRequest parse_completion_request(std::string_view body, const PromptContext& ctx);
 ParsedRequest parse_chat_request(std::string_view body, const PromptContext& ctx);

@@ -23,6 +23,12 @@
 
 namespace cohort::server {
 
+// /tokenize returns and /detokenize takes at most this many tokens by
+// default; /detokenize's text is at most kMaxDetokenizeBytesPerToken bytes
+// per allowed token (English runs at ~4 bytes a token).
+inline constexpr int64_t kDefaultMaxTokenize = int64_t{1} << 18;
+inline constexpr size_t kMaxDetokenizeBytesPerToken = 16;
+
 struct ServedModel {
   explicit ServedModel(tokenizer::Tokenizer tok) : tokenizer(std::move(tok)) {}
 
@@ -34,6 +40,7 @@ struct ServedModel {
   int64_t created = 0;              // unix seconds when loading finished
   engine::SamplingParams defaults;  // for fields a request leaves out
   int default_max_tokens = -1;
+  int64_t max_tokenize = kDefaultMaxTokenize;  // --max-tokenize: /tokenize's and /detokenize's most tokens
 
   // What request parsing needs.
   PromptContext prompt_context() const;

@@ -12,6 +12,7 @@
 // SIGINT / SIGTERM: stop accepting, cancel in-flight requests, join the HTTP
 // threads, then shut the engine down. A signal during loading exits at once
 // with status 130, as nothing is being served yet.
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -66,6 +67,7 @@ struct ServeOptions {
   engine::SamplingParams sampling;         // defaults for requests (--temp ...)
   int n_predict = -1;                      // -n: default max_tokens
   bool metrics = false;                    // --metrics (accepted; /metrics is always on)
+  int64_t max_tokenize = server::kDefaultMaxTokenize;  // --max-tokenize
   std::vector<std::string> api_keys;       // --api-key (repeatable)
   std::string api_key_file;                // --api-key-file: one key per line
   std::optional<std::string> cors_origin;  // --cors-origin (default: * without keys, none with)
@@ -133,6 +135,7 @@ std::unique_ptr<server::ServedModel> load_model(const ServeOptions& o) {
                            : md.get_string("general.name").value_or(std::filesystem::path(o.model).filename());
   m->defaults = o.sampling;
   m->default_max_tokens = o.n_predict;
+  m->max_tokenize = o.max_tokenize;
   m->service = make_service(o);
   m->created = unix_seconds();
   return m;
@@ -185,6 +188,7 @@ void check_options(const ServeOptions& o) {
   if (o.max_body < 1) fail("--max-body must be >= 1 byte");
   if (o.threads_http < 0) fail("--threads-http must be >= 0, got {}", o.threads_http);
   if (o.threads_http_max < 1) fail("--threads-http-max must be >= 1, got {}", o.threads_http_max);
+  if (o.max_tokenize < 1) fail("--max-tokenize must be >= 1, got {}", o.max_tokenize);
   if (o.n_predict == 0 || o.n_predict < -1) fail("--n-predict (-n) must be -1 or >= 1, got {}", o.n_predict);
   o.dec.validate();
   o.sampling.validate();
@@ -192,6 +196,11 @@ void check_options(const ServeOptions& o) {
 
 void serve(const ServeOptions& o) {
   check_options(o);
+  // Allocations of 1 MiB and more (request bodies, large replies) are
+  // mapped and unmapped on their own. By default glibc raises this
+  // threshold after the first such free, and then keeps freed bodies in its
+  // heaps: a burst of large requests would leave RSS high for good.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   std::signal(SIGPIPE, SIG_IGN);
   std::atomic<bool> loaded{false};
   server::ServingState state;
@@ -242,6 +251,7 @@ void register_serve(CLI::App& app) {
                   "more HTTP workers are started while connections wait, up to this many");
   cmd->add_option("-n,--n-predict", o->n_predict, "default max_tokens of a request (-1: no limit)");
   cmd->add_flag("--metrics", o->metrics, "accepted for llama-server compatibility; /metrics is always on");
+  cmd->add_option("--max-tokenize", o->max_tokenize, "the most tokens /tokenize returns and /detokenize takes");
   cmd->add_option("--api-key", o->api_keys,
                   "require 'Authorization: Bearer KEY' on every route but /health and /v1/models (repeatable)");
   cmd->add_option("--api-key-file", o->api_key_file, "API keys, one per line");
