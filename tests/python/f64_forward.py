@@ -41,7 +41,30 @@ def rope(x, pos, base, neox):
     return out
 
 
-def forward(path, ids):
+def stored(t, cache):
+    """K or V [n, heads, head_dim] as a KV cache of type `cache` holds them:
+    rounded to f16 or bf16 (to nearest, ties to even), or q8_0 blocks of 32
+    (scale amax / 127 kept as f16, values rounded half away from zero)."""
+    if cache in (None, "f32"):
+        return t
+    if cache == "f16":
+        return t.astype(np.float16).astype(np.float64)
+    if cache == "bf16":
+        bits = t.astype(np.float32).view(np.uint32).astype(np.uint64)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
+        return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+    if cache == "q8_0":
+        b = t.reshape(*t.shape[:-1], -1, 32)
+        d = np.abs(b).max(-1, keepdims=True) / 127
+        y = np.divide(b, d, out=np.zeros_like(b), where=d > 0)
+        q = np.sign(y) * np.floor(np.abs(y) + 0.5)
+        return (q * d.astype(np.float16).astype(np.float64)).reshape(t.shape)
+    raise ValueError(f"unknown cache type {cache}")
+
+
+def forward(path, ids, cache=None):
+    """Logits of every position in F64; with `cache`, K and V are rounded as
+    a KV cache of that type stores them (the rest stays F64)."""
     arch, hp, w = load(path)
     n_head, n_kv = hp["attention.head_count"], hp["attention.head_count_kv"]
     eps, base = hp["attention.layer_norm_rms_epsilon"], hp["rope.freq_base"]
@@ -61,6 +84,7 @@ def forward(path, ids):
             q = rms_norm(q, w[p + "attn_q_norm.weight"], eps)
             k = rms_norm(k, w[p + "attn_k_norm.weight"], eps)
         q, k = rope(q, pos, base, arch != "llama"), rope(k, pos, base, arch != "llama")
+        k, v = stored(k, cache), stored(v, cache)
         g = n_head // n_kv
         k, v = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
         s = np.einsum("thd,shd->hts", q, k) / np.sqrt(hd) + mask
