@@ -101,6 +101,7 @@ void HttpServer::stop() {
   for (std::thread& t : workers_) t.join();
   workers_.clear();
   for (int fd : queue_) ::close(fd);  // accepted, never served
+  open_ -= static_cast<int>(queue_.size());
   queue_.clear();
   if (listen_fd_ >= 0) ::close(listen_fd_);
   listen_fd_ = -1;
@@ -121,7 +122,19 @@ void HttpServer::accept_loop() {
     pollfd p{listen_fd_, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(Connection::kPollSlice.count())) <= 0) continue;
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
+    if (fd < 0) {
+      // Out of descriptors (or kernel memory), the pending connection stays
+      // pending and poll() is readable at once: wait a slice, do not spin.
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        std::this_thread::sleep_for(Connection::kPollSlice);
+      }
+      continue;
+    }
+    if (open_.load() >= options_.max_connections) {
+      refuse(fd);
+      continue;
+    }
+    ++open_;
     const int one = 1;  // SSE chunks are small and should leave at once
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     bool grow = false;
@@ -153,13 +166,28 @@ void HttpServer::worker_loop() {
 }
 
 void HttpServer::serve_connection(int fd) {
-  Connection conn(fd, stopping_);
-  for (bool first = true; serve_request(conn, first); first = false) {
+  {
+    Connection conn(fd, stopping_);
+    for (bool first = true; serve_request(conn, first); first = false) {
+    }
   }
+  --open_;
+}
+
+// Best effort and without waiting: the 503 fits any socket buffer.
+void HttpServer::refuse(int fd) {
+  const ErrorBody e = error_body_ ? error_body_(503, "too many connections; retry later")
+                                  : ErrorBody{"too many connections; retry later", "text/plain; charset=utf-8"};
+  const std::string head = fmt::format("HTTP/1.1 503 Service Unavailable\r\nContent-Type: {}\r\nContent-Length: {}\r\n"
+                                       "Retry-After: 1\r\nConnection: close\r\n\r\n",
+                                       e.content_type, e.body.size());
+  const std::string out = head + e.body;
+  (void)::send(fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  ::close(fd);
 }
 
 bool HttpServer::serve_request(Connection& conn, bool first) {
-  const auto wait_for = first ? options_.read_timeout : options_.idle_timeout;
+  const auto wait_for = first ? options_.first_byte_timeout : options_.idle_timeout;
   if (conn.wait_readable(Clock::now() + wait_for) != Connection::ReadStatus::ok) return false;
   const Clock::time_point deadline = Clock::now() + options_.read_timeout;
   std::string head;

@@ -23,7 +23,11 @@
 //   - with API keys set, 401 (WWW-Authenticate: Bearer) for a request
 //     without one of them, outside the public paths;
 //   - a handler that throws gets a 500 if nothing was sent yet, else the
-//     connection is closed; the server never lets an exception escape.
+//     connection is closed; the server never lets an exception escape;
+//   - beyond max_connections a connection gets 503 (Retry-After: 1) and is
+//     closed; one that sends nothing is closed after first_byte_timeout;
+//     when the process runs out of descriptors, accepting pauses for a
+//     poll slice instead of spinning.
 //
 // Threads: start() spawns one accept thread and n_threads workers; when an
 // accepted connection finds no idle worker, another is started, up to
@@ -59,6 +63,7 @@ struct HttpServerOptions {
   size_t max_head_bytes = 16384;             // request line + headers
   int n_threads = 4;                          // --threads-http: workers started at once
   int max_threads = 256;                      // --threads-http-max: started on demand
+  std::chrono::milliseconds first_byte_timeout{10000};  // a new connection's first request to begin
   std::chrono::milliseconds read_timeout{30000};   // one request, from its first byte
   std::chrono::milliseconds idle_timeout{5000};    // keep-alive wait for the next request
   std::chrono::milliseconds write_timeout{30000};  // the longest a client may take no bytes of a reply
@@ -68,6 +73,9 @@ struct HttpServerOptions {
   std::vector<std::string> api_keys;
   std::vector<std::string> public_paths;
   std::string cors_origin = "*";  // Access-Control-Allow-Origin of every response; empty: none
+  // --max-connections: connections open at once (queued or served); one
+  // more is answered 503 with Retry-After and closed.
+  int max_connections = 1024;
 };
 
 // The body and content type of a response the server itself produces for
@@ -104,6 +112,8 @@ class HttpServer {
   void accept_loop();
   void worker_loop();
   void serve_connection(int fd);
+  // Answers 503 and closes a connection beyond max_connections.
+  void refuse(int fd);
   // Serves one request; returns whether the connection stays open.
   bool serve_request(Connection& conn, bool first);
   bool read_body(Connection& conn, HttpRequest& request, Connection::Clock::time_point deadline);
@@ -129,6 +139,7 @@ class HttpServer {
   std::condition_variable queue_ready_;
   std::deque<int> queue_;                 // accepted sockets; GUARDED_BY(queue_mutex_)
   size_t idle_ = 0;                       // workers waiting; GUARDED_BY(queue_mutex_)
+  std::atomic<int> open_{0};              // connections accepted and not yet closed
 
   std::mutex lifecycle_mutex_;
   std::condition_variable stopped_cv_;

@@ -292,6 +292,31 @@ TEST(HttpServer, ASlowButSteadyReaderGetsALargeReply) {
   EXPECT_EQ(testing::parse_response(s.received()).body.size(), big.size());
 }
 
+// Beyond max_connections a connection is answered 503 with Retry-After;
+// closing one makes room again; a connection that sends nothing is closed
+// after first_byte_timeout, which makes room too.
+TEST(HttpServer, ConnectionsBeyondTheLimitGet503AndIdleOnesAreClosed) {
+  HttpServerOptions o;
+  o.max_connections = 2;
+  o.first_byte_timeout = 300ms;
+  HttpServer server(o);
+  server.route("GET", "/ping", [](Exchange& e) { e.respond(200, "pong", "text/plain"); });
+  const int port = server.start("127.0.0.1", 0);
+  auto a = std::make_unique<testing::ClientSocket>(port);
+  testing::ClientSocket b(port);
+  std::this_thread::sleep_for(50ms);  // both accepted
+  const testing::RawResponse refused = roundtrip(port, http_request("GET", "/ping"));
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.headers.at("retry-after"), "1");
+  a.reset();
+  std::this_thread::sleep_for(100ms);  // the server sees the close
+  EXPECT_EQ(roundtrip(port, http_request("GET", "/ping")).body, "pong");
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(b.read_all(), "") << "an idle connection is closed without an answer";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_EQ(roundtrip(port, http_request("GET", "/ping")).body, "pong");
+}
+
 TEST(HttpServer, ListenFailureNamesHostAndPort) {
   HttpServer a(HttpServerOptions{});
   const int port = a.start("127.0.0.1", 0);

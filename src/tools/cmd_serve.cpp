@@ -14,6 +14,7 @@
 // with status 130, as nothing is being served yet.
 #include <malloc.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -68,6 +69,7 @@ struct ServeOptions {
   int n_predict = -1;                      // -n: default max_tokens
   bool metrics = false;                    // --metrics (accepted; /metrics is always on)
   int64_t max_tokenize = server::kDefaultMaxTokenize;  // --max-tokenize
+  int max_connections = 0;                 // --max-connections (0: from the descriptor limit)
   std::vector<std::string> api_keys;       // --api-key (repeatable)
   std::string api_key_file;                // --api-key-file: one key per line
   std::optional<std::string> cors_origin;  // --cors-origin (default: * without keys, none with)
@@ -160,6 +162,15 @@ std::vector<std::string> api_keys(const ServeOptions& o) {
   return keys;
 }
 
+// Connections the descriptor limit leaves room for, after kReservedFds for
+// the model file, logs and the runtime's own.
+int default_max_connections() {
+  constexpr rlim_t kReservedFds = 64;
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return 4096;
+  return static_cast<int>(std::clamp<rlim_t>(r.rlim_cur > kReservedFds ? r.rlim_cur - kReservedFds : 1, 1, 1 << 20));
+}
+
 bool is_loopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host.starts_with("127.");
 }
@@ -169,6 +180,7 @@ bool is_loopback(const std::string& host) {
 server::HttpServerOptions http_options(const ServeOptions& o) {
   server::HttpServerOptions h;
   h.api_keys = api_keys(o);
+  h.max_connections = o.max_connections > 0 ? o.max_connections : default_max_connections();
   h.public_paths = {"/health", "/v1/health", "/models", "/v1/models"};
   h.cors_origin = o.cors_origin.value_or(h.api_keys.empty() ? "*" : "");
   if (h.cors_origin == "*" && !is_loopback(o.host)) {
@@ -188,6 +200,7 @@ void check_options(const ServeOptions& o) {
   if (o.max_body < 1) fail("--max-body must be >= 1 byte");
   if (o.threads_http < 0) fail("--threads-http must be >= 0, got {}", o.threads_http);
   if (o.threads_http_max < 1) fail("--threads-http-max must be >= 1, got {}", o.threads_http_max);
+  if (o.max_connections < 0) fail("--max-connections must be >= 0 (0: from the descriptor limit), got {}", o.max_connections);
   if (o.max_tokenize < 1) fail("--max-tokenize must be >= 1, got {}", o.max_tokenize);
   if (o.n_predict == 0 || o.n_predict < -1) fail("--n-predict (-n) must be -1 or >= 1, got {}", o.n_predict);
   o.dec.validate();
@@ -251,6 +264,8 @@ void register_serve(CLI::App& app) {
                   "more HTTP workers are started while connections wait, up to this many");
   cmd->add_option("-n,--n-predict", o->n_predict, "default max_tokens of a request (-1: no limit)");
   cmd->add_flag("--metrics", o->metrics, "accepted for llama-server compatibility; /metrics is always on");
+  cmd->add_option("--max-connections", o->max_connections,
+                  "connections open at once; more get 503 (0: the descriptor limit less 64)");
   cmd->add_option("--max-tokenize", o->max_tokenize, "the most tokens /tokenize returns and /detokenize takes");
   cmd->add_option("--api-key", o->api_keys,
                   "require 'Authorization: Bearer KEY' on every route but /health and /v1/models (repeatable)");

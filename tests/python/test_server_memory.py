@@ -2,10 +2,14 @@
 element bombs and detokenize bombs, 8 at once, each answered with a clear
 error or a bounded reply; the server's RSS while they run stays within a
 bound above idle and returns to idle afterwards; /tokenize and /detokenize
-refuse more than --max-tokenize tokens. The server's memory is sampled from
-/proc every 10 ms while the requests run."""
+refuse more than --max-tokenize tokens; a server out of descriptors does not
+spin. The server's memory is sampled from /proc every 10 ms while the
+requests run."""
 import json
+import os
+import resource
 import socket
+import subprocess
 import threading
 import time
 import urllib.request
@@ -97,3 +101,51 @@ def test_max_tokenize_caps_both_routes(tmp_path, cohort_bin, default_model):
         status, body = post_raw(url, "/detokenize", json.dumps({"tokens": [1] * 101}).encode())
         assert status == 400 and b"--max-tokenize 100" in body, body
         assert post_raw(url, "/detokenize", json.dumps({"tokens": [1] * 100}).encode())[0] == 200
+
+
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_out_of_descriptors_does_not_spin(tmp_path, cohort_bin, default_model):
+    """With 64 descriptors and more connections than that held open, accept()
+    fails with EMFILE: the server waits instead of spinning (CPU below 5%
+    while it lasts) and serves again once they close."""
+    port = socket.socket()
+    port.bind(("127.0.0.1", 0))
+    port_no = port.getsockname()[1]
+    port.close()
+    log = open(tmp_path / "serve.log", "w")
+    limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))  # noqa: E731
+    proc = subprocess.Popen([str(cohort_bin), "serve", "-m", str(default_model), "--port", str(port_no),
+                             *map(str, ARGS), "--max-connections", "1000"],
+                            stdout=log, stderr=subprocess.STDOUT, preexec_fn=limit)
+    url = f"http://127.0.0.1:{port_no}"
+    try:
+        for _ in range(600):
+            try:
+                if urllib.request.urlopen(url + "/health", timeout=2).status == 200:
+                    break
+            except OSError:
+                time.sleep(0.2)
+        held = [socket.create_connection(("127.0.0.1", port_no)) for _ in range(100)]
+        time.sleep(0.5)
+        t0, c0 = time.monotonic(), cpu_seconds(proc.pid)
+        time.sleep(2.0)
+        share = (cpu_seconds(proc.pid) - c0) / (time.monotonic() - t0)
+        for s in held:
+            s.close()
+        print(f"server CPU while out of descriptors: {100 * share:.1f}%")
+        assert share < 0.05, share
+        for _ in range(100):
+            try:
+                if urllib.request.urlopen(url + "/health", timeout=2).status == 200:
+                    break
+            except OSError:
+                time.sleep(0.1)
+        assert urllib.request.urlopen(url + "/health", timeout=5).status == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+        log.close()
