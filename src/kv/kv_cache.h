@@ -8,7 +8,7 @@
 // block_size rows, and the row of (block, offset) is block * block_size +
 // offset (Slot::index). A row is stored in the cache's type; for q8_0 each
 // head's head_dim values are whole blocks of 32, so a head's slice of a row
-// is a row of its own (head_bytes()). Block ids and tables come from
+// is a row of its own (k_head_bytes()). Block ids and tables come from
 // kv::BlockManager; this class does no bookkeeping. The size helpers serve
 // every device's cache.
 //
