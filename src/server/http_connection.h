@@ -1,12 +1,28 @@
-// One accepted TCP connection: buffered reads against a deadline, whole
-// writes, and a check whether the client has gone away.
+// One accepted connection, plain TCP or TLS over TCP: reads that never
+// wait (for the I/O loop, which owns a connection while a request arrives),
+// whole writes that wait at most a timeout per stall (for the worker that
+// answers a request), and a check whether the client has gone away.
 //
-// Every blocking call waits in slices of kPollSlice and gives up early once
-// `stop` is set, so a server can stop while connections are idle or slow.
-// Writes use MSG_NOSIGNAL: a closed peer is a failed write, never SIGPIPE.
+// The socket is non-blocking from construction on. A closed peer is a
+// failed write, never a signal: plain writes use MSG_NOSIGNAL; TLS writes
+// go through OpenSSL's write(2), so a process that uses TLS must ignore
+// SIGPIPE (HttpServer::start does so when TLS is on). write_all() waits in
+// slices of kPollSlice and gives up early once `stop` is set, so a server
+// can stop while a client reads slowly.
 //
-// Ownership: owns the socket; closes it on destruction. Move-only.
-// Thread safety: none; one worker thread uses a connection at a time.
+// TLS: with an SSL_CTX the connection starts with a server-side handshake,
+// driven by handshake() until it says ok; read_some()/write_some() then
+// carry application data through OpenSSL. A read or write may need the
+// socket to be readable or writable (again_read / again_write) whichever way
+// the data flows: TLS may have to receive to send and the other way round.
+// OpenSSL may hold decrypted bytes that poll() cannot see: a reader drains
+// read_some() until it says again_read before it waits on the socket.
+//
+// Ownership: owns the socket and the SSL object; closes both on
+// destruction (TLS: a close_notify is sent if the socket takes it at once).
+// Thread safety: none. One thread uses a connection at a time: the I/O loop
+// while a request is read, a worker while it is answered; the hand-off
+// between them goes through a mutex, which orders their accesses.
 #pragma once
 
 #include <atomic>
@@ -15,56 +31,71 @@
 #include <string>
 #include <string_view>
 
+typedef struct ssl_st SSL;
+typedef struct ssl_ctx_st SSL_CTX;
+
 namespace cohort::server {
 
 class Connection {
  public:
   using Clock = std::chrono::steady_clock;
   static constexpr std::chrono::milliseconds kPollSlice{50};
-  static constexpr size_t kMinGrowth = size_t{64} << 10;  // read_exact's first step
 
-  enum class ReadStatus {
-    ok,
-    closed,     // the peer closed before the data was complete
-    timeout,    // the deadline passed
-    too_large,  // more than the allowed bytes before the delimiter
-    stopped,    // `stop` was set
-    error,      // a socket error
+  enum class Io {
+    ok,           // some bytes moved (or the handshake is done)
+    again_read,   // nothing now: retry once the socket is readable
+    again_write,  // nothing now: retry once the socket is writable
+    closed,       // the peer closed its side (TLS: close_notify or end of file)
+    error,        // a socket or TLS protocol error
+  };
+  struct IoResult {
+    Io status;
+    size_t n = 0;  // bytes moved when ok
   };
 
-  Connection(int fd, const std::atomic<bool>& stop);
-  Connection(Connection&& other) noexcept;
-  Connection& operator=(Connection&&) = delete;
+  // Takes `fd` (an accepted socket) and makes it non-blocking. `tls` null:
+  // plain TCP. `stop` must outlive the connection.
+  Connection(int fd, SSL_CTX* tls, const std::atomic<bool>& stop);
   Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
   ~Connection();
 
-  // Waits until some bytes can be read (or are buffered). ok, closed,
-  // timeout, stopped or error.
-  ReadStatus wait_readable(Clock::time_point deadline);
-  // Reads up to and excluding the blank line that ends a request head
-  // ("\r\n\r\n" or "\n\n"), which is consumed. too_large when `max` bytes
-  // arrive without it.
-  ReadStatus read_head(std::string& head, size_t max, Clock::time_point deadline);
-  // Reads one line (CR LF or LF, excluded) of at most `max` bytes.
-  ReadStatus read_line(std::string& line, size_t max, Clock::time_point deadline);
-  // Appends exactly `n` bytes to `out`.
-  ReadStatus read_exact(size_t n, std::string& out, Clock::time_point deadline);
+  int fd() const { return fd_; }
+  bool is_tls() const { return ssl_ != nullptr; }
 
-  // Sends all of `data`, waiting at most `timeout` for the socket to take
-  // each part. False if the peer is gone, the timeout passed, or `stop`.
+  // TLS: advances the handshake without waiting. ok once it is complete
+  // (and always for plain TCP). On error, http_request_seen() tells whether
+  // the client spoke plain HTTP to the TLS port.
+  Io handshake();
+  bool http_request_seen() const { return http_request_seen_; }
+
+  // Reads at most `n` bytes into `dst` without waiting.
+  IoResult read_some(char* dst, size_t n);
+  // Writes at most `n` bytes of `data` without waiting. TLS: after
+  // again_*, the next call must pass the same bytes again.
+  IoResult write_some(const char* data, size_t n);
+
+  // Sends all of `data`, waiting at most `timeout` for the connection to
+  // take each part. False if the peer is gone, the timeout passed, or `stop`.
   bool write_all(std::string_view data, std::chrono::milliseconds timeout);
 
   // True when the client has closed its side (or reset the connection);
   // false while it is connected, even with unread bytes pending. Does not block.
   bool peer_closed();
 
+  // Bytes received and not yet consumed by a request reader; they stay with
+  // the connection (a pipelined next request) across hand-offs.
+  std::string& buffer() { return buffer_; }
+  const std::string& buffer() const { return buffer_; }
+
  private:
-  // Reads what is available into buffer_ (waiting up to the deadline).
-  ReadStatus fill(Clock::time_point deadline);
+  IoResult tls_result(int rc, bool reading);
 
   int fd_;
+  SSL* ssl_ = nullptr;
   const std::atomic<bool>& stop_;
-  std::string buffer_;   // bytes received and not yet consumed
+  bool http_request_seen_ = false;
+  std::string buffer_;
 };
 
 }  // namespace cohort::server

@@ -2,8 +2,6 @@
 
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,12 +13,9 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
-#include "common/http_text.h"
 
 namespace cohort::server {
 namespace {
-
-using Clock = Connection::Clock;
 
 // A socket bound to host:port and listening, or -1 with `error` set.
 int open_listener(const std::string& host, int port, std::string& error) {
@@ -36,7 +31,7 @@ int open_listener(const std::string& host, int port, std::string& error) {
   }
   int fd = -1;
   for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
     if (fd < 0) continue;
     const int one = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -77,17 +72,28 @@ void HttpServer::route(const std::string& method, const std::string& path, Handl
 
 int HttpServer::start(const std::string& host, int port) {
   std::string error;
-  listen_fd_ = open_listener(host, port, error);
-  if (listen_fd_ < 0) fail("cannot listen on {}:{}: {}", host, port, error);
-  const int actual = bound_port(listen_fd_);
+  const int listen_fd = open_listener(host, port, error);
+  if (listen_fd < 0) fail("cannot listen on {}:{}: {}", host, port, error);
+  const int actual = bound_port(listen_fd);
   {
     std::lock_guard<std::mutex> lock(lifecycle_mutex_);
     started_ = true;
   }
-  acceptor_ = std::thread([this] { accept_loop(); });
   for (int i = 0; i < std::max(1, options_.n_threads); ++i) {
     workers_.emplace_back([this] { worker_loop(); });
   }
+  IoLoopOptions io;
+  io.limits = {options_.max_head_bytes, options_.max_body_bytes};
+  io.first_byte_timeout = options_.first_byte_timeout;
+  io.read_timeout = options_.read_timeout;
+  io.idle_timeout = options_.idle_timeout;
+  io.write_timeout = options_.write_timeout;
+  io.max_connections = options_.max_connections;
+  loop_ = std::make_unique<IoLoop>(
+      io, nullptr, stopping_,
+      [this](std::unique_ptr<Connection> conn, HttpRequest request) { enqueue(std::move(conn), std::move(request)); },
+      [this](int status, const std::string& message) { return error_response(status, message); });
+  loop_->start(listen_fd);
   return actual;
 }
 
@@ -97,14 +103,11 @@ void HttpServer::stop() {
     if (!started_ || stopped_ || stopping_.exchange(true)) return;
   }
   queue_ready_.notify_all();
-  if (acceptor_.joinable()) acceptor_.join();
+  if (loop_) loop_->stop();  // no worker is started after this
   for (std::thread& t : workers_) t.join();
   workers_.clear();
-  for (int fd : queue_) ::close(fd);  // accepted, never served
-  open_ -= static_cast<int>(queue_.size());
+  for (Job& job : queue_) loop_->hand_back(std::move(job.conn), false);  // read, never served
   queue_.clear();
-  if (listen_fd_ >= 0) ::close(listen_fd_);
-  listen_fd_ = -1;
   {
     std::lock_guard<std::mutex> lock(lifecycle_mutex_);
     stopped_ = true;
@@ -117,167 +120,46 @@ void HttpServer::wait() {
   stopped_cv_.wait(lock, [&] { return stopped_ || !started_; });
 }
 
-void HttpServer::accept_loop() {
-  while (!stopping_.load()) {
-    pollfd p{listen_fd_, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(Connection::kPollSlice.count())) <= 0) continue;
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) {
-      // Out of descriptors (or kernel memory), the pending connection stays
-      // pending and poll() is readable at once: wait a slice, do not spin.
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        std::this_thread::sleep_for(Connection::kPollSlice);
-      }
-      continue;
-    }
-    if (open_.load() >= options_.max_connections) {
-      refuse(fd);
-      continue;
-    }
-    ++open_;
-    const int one = 1;  // SSE chunks are small and should leave at once
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    bool grow = false;
-    {
-      std::lock_guard<std::mutex> lock(queue_mutex_);
-      queue_.push_back(fd);
-      grow = idle_ < queue_.size() && workers_.size() < static_cast<size_t>(options_.max_threads);
-    }
-    // Only this thread adds workers while the server runs; stop() joins it first.
-    if (grow) workers_.emplace_back([this] { worker_loop(); });
-    queue_ready_.notify_one();
+void HttpServer::enqueue(std::unique_ptr<Connection> conn, HttpRequest request) {
+  bool grow = false;
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    queue_.push_back(Job{std::move(conn), std::move(request)});
+    grow = idle_ < queue_.size() && workers_.size() < static_cast<size_t>(options_.max_threads);
   }
+  // Only the I/O thread adds workers while the server runs; stop() joins it first.
+  if (grow) workers_.emplace_back([this] { worker_loop(); });
+  queue_ready_.notify_one();
 }
 
 void HttpServer::worker_loop() {
   for (;;) {
-    int fd = -1;
+    Job job;
     {
       std::unique_lock<std::mutex> lock(queue_mutex_);
       ++idle_;
       queue_ready_.wait(lock, [&] { return stopping_.load() || !queue_.empty(); });
       --idle_;
       if (stopping_.load()) return;
-      fd = queue_.front();
+      job = std::move(queue_.front());
       queue_.pop_front();
     }
-    serve_connection(fd);
+    serve(job);
   }
 }
 
-void HttpServer::serve_connection(int fd) {
+void HttpServer::serve(Job& job) {
+  bool keep_alive = false;
   {
-    Connection conn(fd, stopping_);
-    for (bool first = true; serve_request(conn, first); first = false) {
+    Exchange exchange(job.request, *job.conn, options_.write_timeout, stopping_, options_.cors_origin);
+    dispatch(exchange);
+    if (exchange.state() == Exchange::State::streaming) exchange.end_stream();
+    if (exchange.state() == Exchange::State::none && !exchange.client_gone()) {
+      respond_error(exchange, 500, "the handler sent no response");
     }
+    keep_alive = exchange.keep_alive();
   }
-  --open_;
-}
-
-// Best effort and without waiting: the 503 fits any socket buffer.
-void HttpServer::refuse(int fd) {
-  const ErrorBody e = error_body_ ? error_body_(503, "too many connections; retry later")
-                                  : ErrorBody{"too many connections; retry later", "text/plain; charset=utf-8"};
-  const std::string head = fmt::format("HTTP/1.1 503 Service Unavailable\r\nContent-Type: {}\r\nContent-Length: {}\r\n"
-                                       "Retry-After: 1\r\nConnection: close\r\n\r\n",
-                                       e.content_type, e.body.size());
-  const std::string out = head + e.body;
-  (void)::send(fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-  ::close(fd);
-}
-
-bool HttpServer::serve_request(Connection& conn, bool first) {
-  const auto wait_for = first ? options_.first_byte_timeout : options_.idle_timeout;
-  if (conn.wait_readable(Clock::now() + wait_for) != Connection::ReadStatus::ok) return false;
-  const Clock::time_point deadline = Clock::now() + options_.read_timeout;
-  std::string head;
-  const Connection::ReadStatus rs = conn.read_head(head, options_.max_head_bytes, deadline);
-  if (rs == Connection::ReadStatus::too_large) {
-    send_error(conn, 431, "request head larger than " + std::to_string(options_.max_head_bytes) + " bytes");
-  }
-  if (rs != Connection::ReadStatus::ok) return false;
-  HeadParseResult parsed = parse_request_head(head);
-  if (!parsed.request) {
-    send_error(conn, parsed.status, parsed.error);
-    return false;
-  }
-  HttpRequest& request = *parsed.request;
-  if (!read_body(conn, request, deadline)) return false;
-  Exchange exchange(request, conn, options_.write_timeout, stopping_, options_.cors_origin);
-  dispatch(exchange);
-  if (exchange.state() == Exchange::State::streaming) exchange.end_stream();
-  if (exchange.state() == Exchange::State::none && !exchange.client_gone()) {
-    respond_error(exchange, 500, "the handler sent no response");
-  }
-  return exchange.keep_alive();
-}
-
-bool HttpServer::read_body(Connection& conn, HttpRequest& request, Clock::time_point deadline) {
-  const BodyFraming framing = body_framing(request);
-  if (framing.status != 0) {
-    send_error(conn, framing.status, framing.error);
-    return false;
-  }
-  const size_t limit = options_.max_body_bytes;
-  const std::string too_large = fmt::format("request body larger than the limit of {} bytes", limit);
-  if (framing.kind == BodyFraming::Kind::length && framing.length > limit) {
-    send_error(conn, 413, too_large);
-    return false;
-  }
-  if (framing.kind == BodyFraming::Kind::none) return true;
-  const std::string* expect = request.header("expect");
-  if (expect && http_text::lower(*expect) == "100-continue" &&
-      !conn.write_all("HTTP/1.1 100 Continue\r\n\r\n", options_.write_timeout)) {
-    return false;
-  }
-  if (framing.kind == BodyFraming::Kind::length) {
-    return body_read(conn, conn.read_exact(framing.length, request.body, deadline));
-  }
-  std::string line;  // chunked: size line, data, CRLF ... "0", trailers, blank line
-  for (;;) {
-    const Connection::ReadStatus rs = conn.read_line(line, 1024, deadline);
-    if (rs == Connection::ReadStatus::too_large) {
-      send_error(conn, 400, "malformed chunk size line");
-      return false;
-    }
-    if (!body_read(conn, rs)) return false;
-    const std::optional<size_t> size = parse_chunk_size(line, limit);
-    if (!size) {
-      send_error(conn, 400, "malformed chunk size line");
-      return false;
-    }
-    if (request.body.size() + *size > limit) {
-      send_error(conn, 413, too_large);
-      return false;
-    }
-    if (*size == 0) break;
-    if (!body_read(conn, conn.read_exact(*size, request.body, deadline))) return false;
-    const Connection::ReadStatus end = conn.read_line(line, 0, deadline);
-    if (end == Connection::ReadStatus::too_large || (end == Connection::ReadStatus::ok && !line.empty())) {
-      send_error(conn, 400, "chunk data not followed by CRLF");
-      return false;
-    }
-    if (!body_read(conn, end)) return false;
-  }
-  do {  // trailer fields, ignored, up to the blank line
-    const Connection::ReadStatus rs = conn.read_line(line, options_.max_head_bytes, deadline);
-    if (rs == Connection::ReadStatus::too_large) {
-      send_error(conn, 431, "trailer fields larger than " + std::to_string(options_.max_head_bytes) + " bytes");
-      return false;
-    }
-    if (!body_read(conn, rs)) return false;
-  } while (!line.empty());
-  return true;
-}
-
-// A body read that did not complete is answered where someone may read the
-// answer: 408 when the time ran out, 400 when the client ended its side
-// before the body did; a stopping server or a broken socket closes.
-bool HttpServer::body_read(Connection& conn, Connection::ReadStatus status) {
-  if (status == Connection::ReadStatus::ok) return true;
-  if (status == Connection::ReadStatus::timeout) send_error(conn, 408, "the request body did not arrive in time");
-  if (status == Connection::ReadStatus::closed) send_error(conn, 400, "the request body ended early");
-  return false;
+  loop_->hand_back(std::move(job.conn), keep_alive);
 }
 
 void HttpServer::dispatch(Exchange& exchange) {
@@ -352,11 +234,16 @@ void HttpServer::respond_error(Exchange& exchange, int status, const std::string
   exchange.respond(status, e.body, e.content_type);
 }
 
-void HttpServer::send_error(Connection& conn, int status, const std::string& message) {
-  HttpRequest request;  // stands in for the unreadable one; asks for a close
-  request.headers.emplace_back("connection", "close");
-  Exchange exchange(request, conn, options_.write_timeout, stopping_, options_.cors_origin);
-  respond_error(exchange, status, message);
+std::string HttpServer::error_response(int status, const std::string& message) const {
+  const ErrorBody e = error_body_ ? error_body_(status, message) : ErrorBody{message, "text/plain; charset=utf-8"};
+  HttpHeaders h;
+  h.emplace_back("Content-Type", e.content_type);
+  h.emplace_back("Server", "cohort");
+  if (!options_.cors_origin.empty()) h.emplace_back("Access-Control-Allow-Origin", options_.cors_origin);
+  if (status == 503) h.emplace_back("Retry-After", "1");
+  h.emplace_back("Content-Length", std::to_string(e.body.size()));
+  h.emplace_back("Connection", "close");
+  return format_response_head(status, h) + e.body;
 }
 
 }  // namespace cohort::server

@@ -1,12 +1,13 @@
-// A small HTTP/1.1 server: routes by exact path and method, a fixed pool of
-// worker threads (one connection each at a time), a body size limit, plain
-// and chunked (streamed) responses, and a graceful stop.
+// A small HTTP/1.1 server: routes by exact path and method, an I/O thread
+// that reads requests, a pool of worker threads that answer them, a body
+// size limit, plain and chunked (streamed) responses, and a graceful stop.
 //
 // Why not cpp-httplib: the Debian package (libcpp-httplib-dev 0.11.4) ships
 // only declarations in httplib.h, its implementation lives in
 // libcpp-httplib.so, which the GPU machine does not have; and that version
 // cannot tell a handler that its client closed the connection, which is how
-// a waiting request gets cancelled here (Exchange::client_gone).
+// a waiting request gets cancelled here (Exchange::client_gone). Why an
+// epoll loop of our own for reading and not Boost.Asio: http_io_loop.h.
 //
 // Behaviour at the protocol level:
 //   - keep-alive (HTTP/1.1 default), Content-Length or chunked request
@@ -29,11 +30,16 @@
 //     when the process runs out of descriptors, accepting pauses for a
 //     poll slice instead of spinning.
 //
-// Threads: start() spawns one accept thread and n_threads workers; when an
-// accepted connection finds no idle worker, another is started, up to
-// max_threads (then connections wait in the queue). Handlers run on workers
-// and may block (a completion waits there until its last token), so a busy
-// server must not make /health or /metrics wait behind them.
+// Threads: start() spawns the I/O thread (http_io_loop.h), which accepts
+// connections and holds each while its request arrives, idle keep-alive
+// connections included, and n_threads workers. A whole request goes to a
+// worker, which runs its handler and writes the answer (blocking writes,
+// write_timeout per stall); then a keep-alive connection goes back to the
+// I/O thread. Handlers may block (a completion waits on its worker until
+// its last token), so when a request finds no idle worker another is
+// started, up to max_threads (then requests wait in the queue): a busy
+// server does not make /health or /metrics wait behind them. Idle or slow
+// clients hold no worker.
 // stop() may be called from any thread except a handler; it wakes everything
 // within Connection::kPollSlice, lets handlers see client_gone(), and joins.
 // Requests in flight at stop() get no answer: their connections close.
@@ -46,6 +52,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -54,6 +61,7 @@
 
 #include "server/http_connection.h"
 #include "server/http_exchange.h"
+#include "server/http_io_loop.h"
 #include "server/http_message.h"
 
 namespace cohort::server {
@@ -62,7 +70,7 @@ struct HttpServerOptions {
   size_t max_body_bytes = size_t{8} << 20;   // --max-body
   size_t max_head_bytes = 16384;             // request line + headers
   int n_threads = 4;                          // --threads-http: workers started at once
-  int max_threads = 256;                      // --threads-http-max: started on demand
+  int max_threads = 256;                      // --threads-http-max: started while requests wait
   std::chrono::milliseconds first_byte_timeout{10000};  // a new connection's first request to begin
   std::chrono::milliseconds read_timeout{30000};   // one request, from its first byte
   std::chrono::milliseconds idle_timeout{5000};    // keep-alive wait for the next request
@@ -107,39 +115,40 @@ class HttpServer {
   void wait();
 
   const HttpServerOptions& options() const { return options_; }
+  // Connections open now: reading a request, idle, or being answered.
+  int open_connections() const { return loop_ ? loop_->open_connections() : 0; }
 
  private:
-  void accept_loop();
+  // A whole request and its connection, waiting for a worker.
+  struct Job {
+    std::unique_ptr<Connection> conn;
+    HttpRequest request;
+  };
+
+  // On the I/O thread: queues a request, starting a worker if none is idle.
+  void enqueue(std::unique_ptr<Connection> conn, HttpRequest request);
   void worker_loop();
-  void serve_connection(int fd);
-  // Answers 503 and closes a connection beyond max_connections.
-  void refuse(int fd);
-  // Serves one request; returns whether the connection stays open.
-  bool serve_request(Connection& conn, bool first);
-  bool read_body(Connection& conn, HttpRequest& request, Connection::Clock::time_point deadline);
-  // True for `ok`; otherwise answers what can be answered and returns false.
-  bool body_read(Connection& conn, Connection::ReadStatus status);
+  void serve(Job& job);
   void dispatch(Exchange& exchange);
   // Whether the request may reach its handler under options_.api_keys.
   bool authorized(const HttpRequest& request) const;
-  // A complete error response on `conn` (and the connection is then closed).
-  void send_error(Connection& conn, int status, const std::string& message);
   void respond_error(Exchange& exchange, int status, const std::string& message);
+  // The bytes of an error answer that closes the connection (the I/O loop's
+  // answers to unreadable requests, and the 503 beyond max_connections).
+  std::string error_response(int status, const std::string& message) const;
 
   const HttpServerOptions options_;
   const ErrorBodyFn error_body_;
   std::map<std::string, std::map<std::string, Handler>> routes_;  // path -> method -> handler
 
   std::atomic<bool> stopping_{false};
-  int listen_fd_ = -1;
-  std::thread acceptor_;
-  std::vector<std::thread> workers_;
+  std::unique_ptr<IoLoop> loop_;
+  std::vector<std::thread> workers_;  // grown by the I/O thread only; joined after it
 
   std::mutex queue_mutex_;
   std::condition_variable queue_ready_;
-  std::deque<int> queue_;                 // accepted sockets; GUARDED_BY(queue_mutex_)
+  std::deque<Job> queue_;                 // GUARDED_BY(queue_mutex_)
   size_t idle_ = 0;                       // workers waiting; GUARDED_BY(queue_mutex_)
-  std::atomic<int> open_{0};              // connections accepted and not yet closed
 
   std::mutex lifecycle_mutex_;
   std::condition_variable stopped_cv_;

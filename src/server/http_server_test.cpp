@@ -2,6 +2,9 @@
 // chunked bodies, keep-alive, streaming, client disconnects and stop().
 #include "server/http_server.h"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -9,6 +12,8 @@
 #include <stdexcept>
 #include <thread>
 #include <vector>
+
+#include <filesystem>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -315,6 +320,64 @@ TEST(HttpServer, ConnectionsBeyondTheLimitGet503AndIdleOnesAreClosed) {
   EXPECT_EQ(b.read_all(), "") << "an idle connection is closed without an answer";
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
   EXPECT_EQ(roundtrip(port, http_request("GET", "/ping")).body, "pong");
+}
+
+size_t thread_count() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+// Idle connections cost no thread and delay nothing: with 1,000 open, of
+// which 200 sent half a request head, /ping answers at once (each request
+// on a new connection) and the process has as many threads as before.
+// ref: issue 16, where 270 idle sockets held every worker and made
+// /health time out for ~28 s.
+TEST(HttpServer, ThousandIdleConnectionsDelayNoRequestAndAddNoThread) {
+  constexpr int kIdle = 1000;
+  rlimit limit{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &limit), 0);
+  const rlim_t want = 2 * kIdle + 256;  // both ends of each connection live in this process
+  if (limit.rlim_cur < want) {
+    limit.rlim_cur = std::min(want, limit.rlim_max);
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  if (limit.rlim_cur < want) GTEST_SKIP() << "RLIMIT_NOFILE hard limit " << limit.rlim_max << " < " << want;
+  HttpServerOptions o;
+  o.n_threads = 4;
+  o.max_connections = 4 * kIdle;
+  HttpServer server(o);
+  server.route("GET", "/ping", [](Exchange& e) { e.respond(200, "pong", "text/plain"); });
+  const int port = server.start("127.0.0.1", 0);
+  ASSERT_EQ(roundtrip(port, http_request("GET", "/ping")).body, "pong");
+  const size_t threads_before = thread_count();
+  std::vector<std::unique_ptr<testing::ClientSocket>> idle;
+  for (int i = 0; i < kIdle; ++i) {
+    idle.push_back(std::make_unique<testing::ClientSocket>(port));
+    if (i % 5 == 0) idle.back()->send("GET /ping HTTP/1.1\r\nHost: localhost\r\nX-Half: ");
+  }
+  const auto accepted_by = std::chrono::steady_clock::now() + 10s;
+  while (server.open_connections() < kIdle && std::chrono::steady_clock::now() < accepted_by) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_GE(server.open_connections(), kIdle);
+  std::vector<double> ms;
+  for (int i = 0; i < 200; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(roundtrip(port, http_request("GET", "/ping")).body, "pong");
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  const double p50 = ms[ms.size() / 2], p99 = ms[ms.size() * 99 / 100], max = ms.back();
+  std::printf("/ping with %d idle connections: p50 %.3f ms, p99 %.3f ms, max %.3f ms\n", kIdle, p50, p99, max);
+  RecordProperty("p50_ms", fmt::format("{:.3f}", p50));
+  RecordProperty("p99_ms", fmt::format("{:.3f}", p99));
+  // The issue asks for 100 ms each; the bound on the slowest allows for a
+  // loaded CI machine (measured: well under 1 ms, docs/PERFORMANCE.md).
+  EXPECT_LT(p99, 100.0);
+  EXPECT_LT(max, 500.0);
+  EXPECT_EQ(thread_count(), threads_before);
+  EXPECT_GE(server.open_connections(), kIdle) << "the idle connections are still open";
 }
 
 TEST(HttpServer, ListenFailureNamesHostAndPort) {
