@@ -2,11 +2,13 @@
 
 #include <netdb.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <exception>
 
@@ -71,6 +73,14 @@ void HttpServer::route(const std::string& method, const std::string& path, Handl
 }
 
 int HttpServer::start(const std::string& host, int port) {
+  if (!options_.ssl_cert_file.empty() || !options_.ssl_key_file.empty()) {
+    tls_ = TlsContext::load(options_.ssl_cert_file, options_.ssl_key_file);
+    // OpenSSL writes with write(2), which raises SIGPIPE when the client has
+    // gone; that must be a failed write (Connection::write_all), not the end
+    // of the process. A handler the program installed is left alone.
+    struct sigaction old {};
+    if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) std::signal(SIGPIPE, SIG_IGN);
+  }
   std::string error;
   const int listen_fd = open_listener(host, port, error);
   if (listen_fd < 0) fail("cannot listen on {}:{}: {}", host, port, error);
@@ -90,7 +100,7 @@ int HttpServer::start(const std::string& host, int port) {
   io.write_timeout = options_.write_timeout;
   io.max_connections = options_.max_connections;
   loop_ = std::make_unique<IoLoop>(
-      io, nullptr, stopping_,
+      io, tls_ ? tls_->get() : nullptr, stopping_,
       [this](std::unique_ptr<Connection> conn, HttpRequest request) { enqueue(std::move(conn), std::move(request)); },
       [this](int status, const std::string& message) { return error_response(status, message); });
   loop_->start(listen_fd);

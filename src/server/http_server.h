@@ -1,6 +1,7 @@
 // A small HTTP/1.1 server: routes by exact path and method, an I/O thread
 // that reads requests, a pool of worker threads that answer them, a body
-// size limit, plain and chunked (streamed) responses, and a graceful stop.
+// size limit, plain and chunked (streamed) responses, TLS, and a graceful
+// stop.
 //
 // Why not cpp-httplib: the Debian package (libcpp-httplib-dev 0.11.4) ships
 // only declarations in httplib.h, its implementation lives in
@@ -28,7 +29,10 @@
 //   - beyond max_connections a connection gets 503 (Retry-After: 1) and is
 //     closed; one that sends nothing is closed after first_byte_timeout;
 //     when the process runs out of descriptors, accepting pauses for a
-//     poll slice instead of spinning.
+//     poll slice instead of spinning;
+//   - with ssl_cert_file and ssl_key_file, every connection is TLS
+//     (OpenSSL); a plain HTTP request to that port gets a plain-text 400
+//     and a close.
 //
 // Threads: start() spawns the I/O thread (http_io_loop.h), which accepts
 // connections and holds each while its request arrives, idle keep-alive
@@ -63,6 +67,7 @@
 #include "server/http_exchange.h"
 #include "server/http_io_loop.h"
 #include "server/http_message.h"
+#include "server/tls_context.h"
 
 namespace cohort::server {
 
@@ -84,6 +89,10 @@ struct HttpServerOptions {
   // --max-connections: connections open at once (queued or served); one
   // more is answered 503 with Retry-After and closed.
   int max_connections = 1024;
+  // --ssl-cert-file, --ssl-key-file: PEM files; both set: TLS on every
+  // connection, both empty: plain HTTP.
+  std::string ssl_cert_file;
+  std::string ssl_key_file;
 };
 
 // The body and content type of a response the server itself produces for
@@ -106,8 +115,9 @@ class HttpServer {
   // REQUIRES: before start().
   void route(const std::string& method, const std::string& path, Handler handler);
 
-  // Binds host:port (port 0: any free port), listens and starts the threads.
-  // Returns the bound port. Throws cohort::Error naming host and port.
+  // Loads the TLS certificate and key if set, binds host:port (port 0: any
+  // free port), listens and starts the threads. Returns the bound port.
+  // Throws cohort::Error naming host and port, or the TLS file at fault.
   int start(const std::string& host, int port);
   // Stops accepting, ends connections, joins the threads. Idempotent.
   void stop();
@@ -142,6 +152,7 @@ class HttpServer {
   std::map<std::string, std::map<std::string, Handler>> routes_;  // path -> method -> handler
 
   std::atomic<bool> stopping_{false};
+  std::unique_ptr<TlsContext> tls_;
   std::unique_ptr<IoLoop> loop_;
   std::vector<std::thread> workers_;  // grown by the I/O thread only; joined after it
 

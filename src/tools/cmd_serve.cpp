@@ -9,6 +9,10 @@
 // /metrics is always on (llama-server needs --metrics for it; the flag is
 // accepted and changes nothing).
 //
+// TLS: --ssl-cert-file and --ssl-key-file (both or neither) make every
+// connection HTTPS; the files are read before the port is opened, and a bad
+// one stops start-up with a message naming it.
+//
 // SIGINT / SIGTERM: stop accepting, cancel in-flight requests, join the HTTP
 // threads, then shut the engine down. A signal during loading exits at once
 // with status 130, as nothing is being served yet.
@@ -73,6 +77,8 @@ struct ServeOptions {
   std::vector<std::string> api_keys;       // --api-key (repeatable)
   std::string api_key_file;                // --api-key-file: one key per line
   std::optional<std::string> cors_origin;  // --cors-origin (default: * without keys, none with)
+  std::string ssl_cert_file;               // --ssl-cert-file: PEM certificate chain (TLS)
+  std::string ssl_key_file;                // --ssl-key-file: PEM private key (TLS)
 };
 
 // ---------------------------------------------------------------------------
@@ -188,6 +194,8 @@ server::HttpServerOptions http_options(const ServeOptions& o) {
                "browser opens may call this server (set --api-key or --cors-origin)\n", o.host);
   }
   h.max_body_bytes = o.max_body;
+  h.ssl_cert_file = o.ssl_cert_file;
+  h.ssl_key_file = o.ssl_key_file;
   h.n_threads = o.threads_http > 0 ? o.threads_http : std::max(o.n_parallel + 4, 8);
   h.max_threads = std::max(h.n_threads, o.threads_http_max);
   return h;
@@ -202,6 +210,10 @@ void check_options(const ServeOptions& o) {
   if (o.threads_http_max < 1) fail("--threads-http-max must be >= 1, got {}", o.threads_http_max);
   if (o.max_connections < 0) fail("--max-connections must be >= 0 (0: from the descriptor limit), got {}", o.max_connections);
   if (o.max_tokenize < 1) fail("--max-tokenize must be >= 1, got {}", o.max_tokenize);
+  if (o.ssl_cert_file.empty() != o.ssl_key_file.empty()) {
+    fail("TLS needs both --ssl-cert-file and --ssl-key-file; {} is missing",
+         o.ssl_cert_file.empty() ? "--ssl-cert-file" : "--ssl-key-file");
+  }
   if (o.n_predict == 0 || o.n_predict < -1) fail("--n-predict (-n) must be -1 or >= 1, got {}", o.n_predict);
   o.dec.validate();
   o.sampling.validate();
@@ -226,7 +238,8 @@ void serve(const ServeOptions& o) {
   server::register_openai_routes(http, state);
   server::register_llama_routes(http, state);
   const int port = http.start(o.host, o.port);
-  fmt::print(stderr, "serve: listening on http://{}:{} (loading {})\n", o.host, port, o.model);
+  fmt::print(stderr, "serve: listening on {}://{}:{} (loading {})\n", o.ssl_cert_file.empty() ? "http" : "https",
+             o.host, port, o.model);
   try {
     state.publish(load_model(o));
   } catch (...) {
@@ -261,7 +274,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--max-body", o->max_body, "largest request body in bytes (larger: 413)");
   cmd->add_option("--threads-http", o->threads_http, "HTTP worker threads started at once (0: max(np + 4, 8))");
   cmd->add_option("--threads-http-max", o->threads_http_max,
-                  "more HTTP workers are started while connections wait, up to this many");
+                  "more HTTP workers are started while requests wait, up to this many");
   cmd->add_option("-n,--n-predict", o->n_predict, "default max_tokens of a request (-1: no limit)");
   cmd->add_flag("--metrics", o->metrics, "accepted for llama-server compatibility; /metrics is always on");
   cmd->add_option("--max-connections", o->max_connections,
@@ -273,6 +286,8 @@ void register_serve(CLI::App& app) {
   cmd->add_option_function<std::string>(
       "--cors-origin", [o](const std::string& origin) { o->cors_origin = origin; },
       "Access-Control-Allow-Origin of responses (default: * without --api-key, none with; '' none)");
+  cmd->add_option("--ssl-cert-file", o->ssl_cert_file, "TLS: PEM certificate chain (with --ssl-key-file)");
+  cmd->add_option("--ssl-key-file", o->ssl_key_file, "TLS: PEM private key (with --ssl-cert-file)");
   add_sampling_flags(cmd, o->sampling);
   cmd->callback([o] { serve(*o); });
 }

@@ -65,9 +65,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _health_status(url: str) -> int:
+def _health_status(url: str, context=None) -> int:
     try:
-        with urllib.request.urlopen(url + "/health", timeout=5) as r:
+        with urllib.request.urlopen(url + "/health", timeout=5, context=context) as r:
             return r.status
     except urllib.error.HTTPError as e:
         return e.code
@@ -79,11 +79,17 @@ SERVE_ARGS = ["-c", "2048", "-np", "2", "-n", "16"]  # 1024 tokens per request, 
 
 
 @contextlib.contextmanager
-def serving(cohort_bin, model, args, log_dir):
+def serving(cohort_bin, model, args, log_dir, cafile=None):
     """Base URL of `cohort serve -m model *args` on a free port, once /health
-    answers 200; stopped with SIGTERM on exit (which must succeed)."""
+    answers 200; stopped with SIGTERM on exit (which must succeed). With
+    `cafile` the server speaks TLS (args has --ssl-cert-file): the URL is
+    https and the certificate is checked against cafile."""
     port = _free_port()
-    url = f"http://127.0.0.1:{port}"
+    context = None
+    if cafile is not None:
+        import ssl
+        context = ssl.create_default_context(cafile=str(cafile))
+    url = f"{'https' if cafile else 'http'}://127.0.0.1:{port}"
     log_path = pathlib.Path(log_dir) / f"serve-{port}.log"
     cmd = [str(cohort_bin), "serve", "-m", str(model), "--port", str(port), *map(str, args)]
     with open(log_path, "w") as log:
@@ -91,7 +97,7 @@ def serving(cohort_bin, model, args, log_dir):
     ready = False
     try:
         deadline = time.monotonic() + 300
-        while _health_status(url) != 200:
+        while _health_status(url, context) != 200:
             if proc.poll() is not None:
                 text = log_path.read_text()
                 pytest.fail(f"cohort serve exited with {proc.returncode}:\n{text}")
