@@ -184,16 +184,18 @@ void Decoder::check(const Batch& batch) {
   }
 }
 
-std::span<const float> Decoder::decode(const Batch& batch) {
-  check(batch);
+std::span<float> Decoder::logits_buffer(int which, int n_outputs) {
+  backend::Tensor& t = logits_[which];
   const int64_t n_vocab = this->n_vocab();
-  const size_t need = static_cast<size_t>(batch.n_outputs()) * static_cast<size_t>(n_vocab);
-  if (logits_.n_rows() < batch.n_outputs()) {  // grown by doubling: a pinned allocation is slow
-    logits_ = ranks_[0]->backend->alloc_host(std::min<int64_t>(std::max<int64_t>(batch.n_outputs(), 2 * logits_.n_rows()),
-                                                     options_.n_batch),
-                                   n_vocab);
+  if (t.n_rows() < n_outputs) {  // grown by doubling: a pinned allocation is slow
+    const int64_t rows = std::min<int64_t>(std::max<int64_t>(n_outputs, 2 * t.n_rows()), options_.n_batch);
+    t = ranks_[0]->backend->alloc_host(rows, n_vocab);
   }
-  const std::span<float> logits(logits_.view().f32(), need);
+  return {t.view().f32(), static_cast<size_t>(n_outputs) * static_cast<size_t>(n_vocab)};
+}
+
+void Decoder::run_batch(const Batch& batch, std::span<float> logits) {
+  const int64_t n_vocab = this->n_vocab();
   const int n_ub = ubatch_size(options_);
   int32_t n_out = 0;  // logit rows written by earlier micro-batches
   for (int begin = 0; begin < batch.n_tokens(); begin += n_ub) {
@@ -206,7 +208,31 @@ std::span<const float> Decoder::decode(const Batch& batch) {
       blocks_.commit(batch.seq_ids[static_cast<size_t>(i)], std::span(batch.tokens).subspan(static_cast<size_t>(i), 1));
     }
   }
+}
+
+std::span<const float> Decoder::decode(const Batch& batch) {
+  if (runner_ && runner_->busy()) fail("decode() while a submitted step is unwaited");
+  check(batch);
+  const std::span<float> logits = logits_buffer(0, batch.n_outputs());
+  next_logits_ = 1;
+  run_batch(batch, logits);
   return logits;
+}
+
+void Decoder::submit(const Batch& batch) {
+  if (runner_ && runner_->busy()) fail("submit() while a submitted step is unwaited");
+  check(batch);
+  submitted_ = batch;
+  submitted_logits_ = logits_buffer(next_logits_, batch.n_outputs());
+  next_logits_ ^= 1;
+  if (!runner_) runner_ = std::make_unique<JobThread>();
+  runner_->start([this] { run_batch(submitted_, submitted_logits_); });
+}
+
+std::span<const float> Decoder::wait() {
+  if (!runner_ || !runner_->busy()) fail("wait() without a submitted step");
+  runner_->wait();
+  return submitted_logits_;
 }
 
 void Decoder::free_sequence(kv::SeqId seq) {

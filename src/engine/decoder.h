@@ -6,9 +6,18 @@
 // communicator; the block manager of the paged KV cache, the step buffers and
 // the logits buffer; all sized at construction (`-c`, `-b`, `-ub`, `-t`).
 // decode() turns each micro-batch into a plain-data step input
-// (StepBuilder), runs the forward on it, commits the written tokens (so that
-// full blocks become reusable prefixes), and returns the logits of the rows
-// that want them.
+// (StepBuilder: the host input preparation), runs the forward on it, commits
+// the written tokens (so that full blocks become reusable prefixes), and
+// returns the logits of the rows that want them.
+//
+// submit() and wait() are decode() in two halves: submit() checks the batch
+// and hands it to the decoder's runner thread, which prepares each
+// micro-batch's input and drives the backends (a GPU's kernels are queued
+// from there and waited for there), and returns at once; wait() returns the
+// logits. Between the two the caller does host work of its own (the server
+// delivers the previous step's tokens), and touches neither the decoder nor
+// its block manager. Two logits buffers alternate, so that the logits of one
+// step are still readable while the next one computes.
 //
 // Tensor parallelism (`-sm tensor -dev cpu,cpu,... -ts a,b,...`): one rank
 // per -dev entry, each holding its shards of the weights (Model::bind_rank)
@@ -32,6 +41,7 @@
 
 #include "backend/backend.h"
 #include "comm/communicator.h"
+#include "common/job_thread.h"
 #include "common/spin_wait.h"
 #include "comm/cpu_communicator.h"
 #include "engine/batch.h"
@@ -86,7 +96,19 @@ class Decoder {
   // before anything is computed, if the batch is invalid or larger than
   // n_batch, or a sequence is unknown, has no room reserved for a position,
   // or does not continue at its committed length.
+  // The view is valid until the next decode() or submit().
   std::span<const float> decode(const Batch& batch);
+
+  // decode() without waiting: checks `batch` and throws as decode() does,
+  // before anything is computed, then starts it on the runner thread. Until
+  // wait() returns, call nothing else of the decoder and leave blocks()
+  // alone. REQUIRES: no submitted step is still unwaited.
+  void submit(const Batch& batch);
+  // Waits for the submitted step and returns its logits, as decode() would
+  // have; the view stays valid through the next submit() and its wait(),
+  // until the decode() or second submit() after. Rethrows what the step
+  // threw. Throws cohort::Error when nothing was submitted.
+  std::span<const float> wait();
 
   // Forgets a sequence and frees its KV blocks (no-op if unknown).
   void free_sequence(kv::SeqId seq);
@@ -105,6 +127,10 @@ class Decoder {
   struct Rank;
 
   void check(const Batch& batch);
+  // The logits buffer `which` (0 or 1) with room for `n_outputs` rows.
+  std::span<float> logits_buffer(int which, int n_outputs);
+  // Every micro-batch of `batch`, its logits into `logits`.
+  void run_batch(const Batch& batch, std::span<float> logits);
   // Runs the step in `in` on every rank; rank 0's logits land in `out`.
   void run_step(const backend::StepInput& in, backend::TensorView out);
 
@@ -117,7 +143,11 @@ class Decoder {
   RankThreads threads_;
   StepBuilder step_;
   std::vector<SeqSpan> seqs_;  // [sequences of a batch] validation scratch, capacity n_batch
-  backend::Tensor logits_;     // [n_outputs, n_vocab] host (pinned on a GPU), grown on demand
+  backend::Tensor logits_[2];  // [n_outputs, n_vocab] host (pinned on a GPU), grown on demand
+  int next_logits_ = 0;        // the buffer the next submit() writes
+  Batch submitted_;            // the batch of the step in flight
+  std::span<float> submitted_logits_;
+  std::unique_ptr<JobThread> runner_;  // the runner thread, started by the first submit(); destroyed first
 };
 
 }  // namespace cohort::engine

@@ -1,6 +1,7 @@
 // Helpers of the decoder's tests: a random tiny-tp model on disk, the logits
-// of a fixed two-sequence workload, and how closely two sets of logits agree
-// (mean KLD, top-1 disagreements beyond a near-tie).
+// of fixed two-sequence workloads (decoded, or submitted and waited for),
+// and how closely two sets of logits agree (mean KLD, top-1 disagreements
+// beyond a near-tie).
 #pragma once
 
 #include <algorithm>
@@ -66,6 +67,55 @@ inline std::vector<float> two_sequence_logits(const model::Model& m, DecoderOpti
     l = dec.decode(b);
     out.insert(out.end(), l.begin(), l.end());
   }
+  return out;
+}
+
+// How stepped_logits drives the decoder: decode(); submit() then wait();
+// or submit() and wait() with each step's logits copied only after the next
+// step's wait(), the longest that wait() says they stay valid (the server
+// reads them while the next step computes).
+enum class Drive { decode, submit, overlap };
+
+// Two sequences prefilled together (several micro-batches of 32, some rows
+// without logits), then decoded together for 8 steps; every row's logits,
+// in order. `o` gives the device and split; the sizes are set here.
+inline std::vector<float> stepped_logits(const model::Model& m, DecoderOptions o, Drive drive) {
+  o.n_ctx = 256;
+  o.n_batch = 128;
+  o.n_ubatch = 32;
+  o.n_threads = 2;
+  Decoder dec(m, o);
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int32_t> tok(3, dec.n_vocab() - 1);
+  dec.reserve(0, 60 + 8);
+  dec.reserve(1, 40 + 8);
+  Batch b;
+  for (int i = 0; i < 60; ++i) b.add(tok(rng), i, 0, i % 7 == 0);
+  for (int i = 0; i < 40; ++i) b.add(tok(rng), i, 1, true);
+  std::vector<float> out;
+  std::span<const float> held;  // Drive::overlap: the previous step's logits, read late
+  for (int step = 0; step <= 8; ++step) {
+    if (step > 0) {
+      b.clear();
+      b.add(tok(rng), 59 + step, 0, true);
+      b.add(tok(rng), 39 + step, 1, true);
+    }
+    std::span<const float> l;
+    if (drive == Drive::decode) {
+      l = dec.decode(b);
+    } else {
+      dec.submit(b);
+      if (drive == Drive::overlap) {
+        const std::span<const float> next = dec.wait();
+        out.insert(out.end(), held.begin(), held.end());  // still valid after the next step
+        held = next;
+        continue;
+      }
+      l = dec.wait();
+    }
+    out.insert(out.end(), l.begin(), l.end());
+  }
+  out.insert(out.end(), held.begin(), held.end());
   return out;
 }
 

@@ -98,6 +98,7 @@ void EngineLoop::run() {
       trace_file_.flush();  // readers follow the trace while the server runs
     }
     if (!plan.has_work()) {
+      deliver();
       if (!plan.ended.empty()) publish_slots();
       scheduler_.wait_for_work(kIdleWait);
       continue;
@@ -106,6 +107,7 @@ void EngineLoop::run() {
     scheduler_.on_step_done(result_);
     publish_slots();
   }
+  deliver();
 }
 
 void EngineLoop::publish_slots() {
@@ -154,12 +156,12 @@ void EngineLoop::apply_endings(const sched::BatchPlan& plan) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = pending_.find(e.id);
     if (it == pending_.end()) continue;
-    GenerationEvent ev;
-    ev.done = true;
+    Delivery& d = outbox_.emplace_back();
+    d.handle = std::move(it->second.handle);
+    d.event.done = true;
     if (e.reason != sched::EndReason::kCancelled) {
-      ev.error = fmt::format("request ended: {}", sched::reason_name(e.reason));
+      d.event.error = fmt::format("request ended: {}", sched::reason_name(e.reason));
     }
-    it->second.handle->push(std::move(ev));
     pending_.erase(it);
   }
 }
@@ -196,7 +198,7 @@ void EngineLoop::build_batch(const sched::BatchPlan& plan) {
       s.first_step = Clock::now();
     }
     if (row.kind == sched::RowKind::kDecode) {
-      batch_.add(s.last_token, row.pos, row.slot, true);
+      batch_.add(s.stream.last_token(), row.pos, row.slot, true);
       output_row_[static_cast<size_t>(row.slot)] = n_out++;
       continue;
     }
@@ -208,16 +210,21 @@ void EngineLoop::build_batch(const sched::BatchPlan& plan) {
   }
 }
 
+// The step is handed to the decoder, the previous step's events are
+// delivered while it computes, and then its rows are sampled.
 void EngineLoop::execute(const sched::BatchPlan& plan) {
   result_.clear();
   build_batch(plan);
   std::span<const float> logits;
   const size_t n_vocab = static_cast<size_t>(decoder_.n_vocab());
   try {
-    if (!batch_.empty()) logits = decoder_.decode(batch_);
+    if (!batch_.empty()) decoder_.submit(batch_);
+    deliver();
+    if (!batch_.empty()) logits = decoder_.wait();
   } catch (const Error& e) {
     fmt::print(stderr, "error: step {} failed: {}\n", plan.step, e.what());
     result_.failed = true;
+    deliver();
     return;
   }
   auto row_logits = [&](int slot) {
@@ -229,62 +236,66 @@ void EngineLoop::execute(const sched::BatchPlan& plan) {
   }
   for (const sched::SlotRef& f : plan.first_tokens) {
     SlotState& s = *slots_[static_cast<size_t>(f.slot)];
-    const bool fresh = output_row_[static_cast<size_t>(f.slot)] >= 0;
-    sample_slot(f.slot, fresh ? row_logits(f.slot) : std::span<const float>(s.kept_logits), result_);
-    s.kept_logits = {};
+    if (output_row_[static_cast<size_t>(f.slot)] >= 0) {
+      sample_slot(f.slot, row_logits(f.slot), {}, result_);
+    } else {
+      std::vector<float> kept = std::move(s.kept_logits);
+      s.kept_logits = {};
+      const std::span<const float> view(kept);  // the moved vector keeps its storage
+      sample_slot(f.slot, view, std::move(kept), result_);
+    }
   }
   for (const sched::PlanRow& row : plan.rows) {
-    if (row.kind == sched::RowKind::kDecode) sample_slot(row.slot, row_logits(row.slot), result_);
+    if (row.kind == sched::RowKind::kDecode) sample_slot(row.slot, row_logits(row.slot), {}, result_);
   }
 }
 
-void EngineLoop::sample_slot(int slot, std::span<const float> logits, sched::StepResult& result) {
+// Samples the slot's next token and decides whether it ends the request;
+// what the client sees of it waits in the outbox. `kept` owns `logits` when
+// they are a READY member's kept logits.
+void EngineLoop::sample_slot(int slot, std::span<const float> logits, std::vector<float> kept,
+                             sched::StepResult& result) {
   SlotState& s = *slots_[static_cast<size_t>(slot)];
-  GenerationEvent ev;
-  GeneratedToken tok;
+  engine::StreamToken next;
   try {
-    tok.id = s.sampler.sample(logits);
+    next = s.stream.next(logits);
   } catch (const Error& e) {
     result.failed_slots.push_back(slot);
     finish(s, engine::FinishReason::none, e.what());
     return;
   }
-  s.sampler.accept(tok.id);
-  s.last_token = tok.id;
-  if (s.request.n_logprobs >= 0) {
-    tok.logprob = engine::compute_logprobs(logits, tok.id, s.request.n_logprobs, tok.top);
-  }
-  // An end-of-generation token's own text (e.g. "<|im_end|>") is never shown.
-  const bool eog = !s.request.ignore_eos &&
-                   std::find(eog_tokens_.begin(), eog_tokens_.end(), tok.id) != eog_tokens_.end();
-  engine::StopResult r = s.stop.push(tok.id, eog ? std::string() : s.detok.push(tok.id));
-  tok.text = std::move(r.text);
   const auto now = Clock::now();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (s.stop.n_generated() == 1) {
-      s.first_token = now;
-      histograms_.add_ttft(seconds(now - s.submitted));
-    } else {
-      histograms_.add_itl(seconds(now - s.last_token_time));
-    }
-    ++generated_total_;
+  Delivery& d = outbox_.emplace_back();
+  d.handle = s.handle;
+  GeneratedToken& tok = d.event.tokens.emplace_back();
+  tok.id = next.id;
+  tok.text = std::move(next.text);
+  if (s.request.n_logprobs >= 0) {
+    d.n_logprobs = s.request.n_logprobs;
+    d.kept = std::move(kept);
+    d.logits = d.kept.empty() ? logits : std::span<const float>(d.kept);
+  }
+  if (s.stream.n_generated() == 1) {
+    s.first_token = now;
+    d.ttft = seconds(now - s.submitted);
+  } else {
+    d.itl = seconds(now - s.last_token_time);
   }
   s.last_token_time = now;
-  ev.tokens.push_back(std::move(tok));
-  s.handle->push(std::move(ev));
-  if (s.stop.finished()) {
+  if (s.stream.finished()) {
     result.stopped.push_back(slot);
-    finish(s, s.stop.reason(), "");
+    finish(s, s.stream.reason(), "");
   }
 }
 
 void EngineLoop::finish(SlotState& s, engine::FinishReason reason, const std::string& error) {
-  GenerationEvent ev;
+  Delivery& d = outbox_.emplace_back();
+  d.handle = s.handle;
+  GenerationEvent& ev = d.event;
   ev.done = true;
   ev.finish = reason;
   ev.error = error;
-  std::string rest = s.stop.finished() ? std::string() : s.stop.flush();
+  std::string rest = s.stream.flush();
   if (!rest.empty()) {
     GeneratedToken t;
     t.id = -1;  // text only: released hold-back
@@ -294,7 +305,7 @@ void EngineLoop::finish(SlotState& s, engine::FinishReason reason, const std::st
   Usage& u = ev.usage;
   u.prompt_tokens = static_cast<int>(s.request.prompt.size());
   u.cached_tokens = s.n_cached;
-  u.completion_tokens = s.stop.n_generated();
+  u.completion_tokens = s.stream.n_generated();
   if (s.started) {
     u.queue_ms = millis(s.first_step - s.submitted);
     if (u.completion_tokens > 0) {
@@ -303,7 +314,28 @@ void EngineLoop::finish(SlotState& s, engine::FinishReason reason, const std::st
     }
   }
   s.done = true;
-  s.handle->push(std::move(ev));
+}
+
+// Log-probabilities, counters and the push to each handle, in the order the
+// events were made.
+void EngineLoop::deliver() {
+  if (outbox_.empty()) return;
+  for (Delivery& d : outbox_) {
+    if (d.n_logprobs >= 0) {
+      GeneratedToken& tok = d.event.tokens.front();
+      tok.logprob = engine::compute_logprobs(d.logits, tok.id, d.n_logprobs, tok.top);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Delivery& d : outbox_) {
+      if (d.ttft >= 0) histograms_.add_ttft(d.ttft);
+      if (d.itl >= 0) histograms_.add_itl(d.itl);
+      if (!d.event.done) ++generated_total_;
+    }
+  }
+  for (Delivery& d : outbox_) d.handle->push(std::move(d.event));
+  outbox_.clear();
 }
 
 ServiceStats EngineLoop::stats() const {

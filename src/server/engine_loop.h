@@ -3,6 +3,14 @@
 // checks stop conditions per slot, and streams events to the requests'
 // handles. It is the GenerationService the HTTP layer talks to.
 //
+// A step: plan, build the batch, submit it to the decoder; while it
+// computes, deliver the previous step's events (log-probabilities,
+// counters, the pushes that wake the HTTP threads); then wait, sample each
+// slot's token and check its stop conditions, so that the scheduler knows
+// before the next plan which requests ended (a stop string never costs a
+// wasted row). Every event goes through the outbox, so a request's events
+// keep their order.
+//
 // Context: like llama-server, each slot gets n_ctx / n_slots positions; a
 // prompt must leave room for at least one generated token, and generation
 // ends with finish reason "length" when the slot's context is full.
@@ -65,7 +73,9 @@ class EngineLoop final : public GenerationService {
   void apply_admissions(const sched::BatchPlan& plan);
   void execute(const sched::BatchPlan& plan);
   void build_batch(const sched::BatchPlan& plan);
-  void sample_slot(int slot, std::span<const float> logits, sched::StepResult& result);
+  void sample_slot(int slot, std::span<const float> logits, std::vector<float> kept,
+                   sched::StepResult& result);
+  void deliver();
   void publish_slots();
   void finish(SlotState& s, engine::FinishReason reason, const std::string& error);
   std::span<const int32_t> prompt_of(sched::RequestId id) const;
@@ -86,6 +96,7 @@ class EngineLoop final : public GenerationService {
   engine::Batch batch_;
   std::vector<int> output_row_;                  // [n_slots] logits row of the slot, or -1
   sched::StepResult result_;
+  std::vector<Delivery> outbox_;                 // events made, not yet pushed
 
   mutable std::mutex mutex_;
   std::unordered_map<sched::RequestId, Pending> pending_;  // GUARDED_BY(mutex_)

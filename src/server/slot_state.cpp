@@ -10,11 +10,8 @@ SlotState::SlotState(std::shared_ptr<RequestHandle> h, GenerationRequest r,
     : handle(std::move(h)),
       request(std::move(r)),
       id(request_id),
-      sampler(request.sampling, n_vocab, n_ctx),
-      detok(std::move(d)),
-      stop(std::move(stop_params)) {
-  // Penalties see the prompt too, as in llama-server.
-  for (int32_t t : request.prompt) sampler.accept(t);
+      stream(request.sampling, n_vocab, n_ctx, std::move(d), std::move(stop_params)) {
+  stream.accept_prompt(request.prompt);  // penalties see the prompt too, as in llama-server
 }
 
 LatencyHistograms::LatencyHistograms()

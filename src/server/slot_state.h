@@ -1,15 +1,16 @@
-// Per-slot generation state of the engine loop: the request, its sampler,
-// detokenizer and stop checker, the kept logits of a READY member, and the
-// timings that feed usage and latency histograms.
+// Per-slot generation state of the engine loop: the request, its token
+// stream (sampler, detokenizer and stop checker), the kept logits of a READY
+// member, and the timings that feed usage and latency histograms; and what
+// a step leaves to deliver while the next one computes.
 #pragma once
 
 #include <chrono>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
-#include "engine/sampler.h"
-#include "engine/stop.h"
+#include "engine/token_stream.h"
 #include "sched/request.h"
 #include "server/generation.h"
 #include "tokenizer/detokenizer.h"
@@ -25,15 +26,26 @@ struct SlotState {
   std::shared_ptr<RequestHandle> handle;
   GenerationRequest request;
   sched::RequestId id;
-  engine::Sampler sampler;
-  tokenizer::Detokenizer detok;
-  engine::StopChecker stop;
+  engine::TokenStream stream;       // its last token is the input of the next decode row
   std::vector<float> kept_logits;   // [n_vocab] while READY
-  int32_t last_token = -1;          // input of the next decode row
   int n_cached = 0;
   bool done = false;                // the final event was pushed
   Clock::time_point submitted, first_step, first_token, last_token_time;
   bool started = false;             // first_step set
+};
+
+// An event for a request's handle, held until the engine loop delivers it
+// (after it has handed the next step to the decoder). A token that wants
+// log-probabilities gets them at delivery, from `logits` (a row of the
+// decoder's logits, valid through the next step) or from `kept` (the logits
+// a READY member kept, moved here).
+struct Delivery {
+  std::shared_ptr<RequestHandle> handle;
+  GenerationEvent event;
+  int n_logprobs = -1;             // -1: none; else event.tokens[0] wants them
+  std::span<const float> logits;
+  std::vector<float> kept;
+  double ttft = -1, itl = -1;      // seconds, to add to the histograms; -1: none
 };
 
 // TTFT and inter-token-latency histograms (Prometheus buckets, seconds).

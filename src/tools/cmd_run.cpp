@@ -12,8 +12,7 @@
 
 #include "chat/chat_template.h"
 #include "common/error.h"
-#include "engine/sampler.h"
-#include "engine/stop.h"
+#include "engine/token_stream.h"
 #include "tools/commands.h"
 #include "tools/model_session.h"
 #include "tools/sampling_flags.h"
@@ -79,8 +78,6 @@ void run(const RunOptions& o) {
     fail("the prompt has {} tokens, which does not fit the context of {} (-c)", ids.size(),
          o.dec.n_ctx);
   }
-  engine::Sampler sampler(o.sampling, s.decoder.n_vocab(), o.dec.n_ctx);
-  for (int32_t id : ids) sampler.accept(id);
   engine::StopParams sp;
   for (int32_t id = 0; id < s.tokenizer.n_vocab(); ++id) {
     if (s.tokenizer.is_eog(id)) sp.eog_tokens.insert(id);
@@ -88,32 +85,32 @@ void run(const RunOptions& o) {
   const int room = o.dec.n_ctx - static_cast<int>(ids.size());
   sp.max_tokens = o.n_predict < 0 ? room : std::min(o.n_predict, room);
   sp.stop = o.stop;
-  engine::StopChecker stop(sp);
-  tokenizer::Detokenizer detok = s.tokenizer.detokenizer(false);
+  const int max_tokens = sp.max_tokens;
+  engine::TokenStream stream(o.sampling, s.decoder.n_vocab(), o.dec.n_ctx,
+                             s.tokenizer.detokenizer(false), std::move(sp));
+  stream.accept_prompt(ids);
 
-  s.decoder.reserve(0, static_cast<int>(ids.size()) + sp.max_tokens);
+  s.decoder.reserve(0, static_cast<int>(ids.size()) + max_tokens);
   const auto t_prompt = Clock::now();
   std::span<const float> logits = prefill(s.decoder, ids);
   const double prompt_s = seconds_since(t_prompt);
   const auto t_gen = Clock::now();
   int32_t pos = static_cast<int32_t>(ids.size());
-  while (sp.max_tokens > 0) {
-    const int32_t tok = sampler.sample(logits);
-    sampler.accept(tok);
-    engine::StopResult r = stop.push(tok, s.tokenizer.is_eog(tok) ? "" : detok.push(tok));
-    std::fwrite(r.text.data(), 1, r.text.size(), stdout);
+  while (max_tokens > 0) {
+    const engine::StreamToken tok = stream.next(logits);
+    std::fwrite(tok.text.data(), 1, tok.text.size(), stdout);
     std::fflush(stdout);
-    if (stop.finished()) break;
+    if (stream.finished()) break;
     engine::Batch batch;
-    batch.add(tok, pos++, 0, true);
+    batch.add(tok.id, pos++, 0, true);
     logits = s.decoder.decode(batch);
   }
   const double gen_s = seconds_since(t_gen);
   fmt::print(stderr, "\nprompt: {} tokens in {:.3f} s ({:.1f} tokens/s)\n", ids.size(), prompt_s,
              static_cast<double>(ids.size()) / prompt_s);
   fmt::print(stderr, "generation: {} tokens in {:.3f} s ({:.1f} tokens/s), finish: {}\n",
-             stop.n_generated(), gen_s, stop.n_generated() / std::max(gen_s, 1e-9),
-             engine::finish_reason_name(stop.reason()));
+             stream.n_generated(), gen_s, stream.n_generated() / std::max(gen_s, 1e-9),
+             engine::finish_reason_name(stream.reason()));
 }
 
 }  // namespace

@@ -1,0 +1,70 @@
+// Decoder::submit/wait: the same logits as decode(), bit for bit, under one
+// rank and under tensor-parallel CPU ranks; a step's logits stay readable
+// while the next one computes; misuse and a bad batch are errors before
+// anything runs.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "engine/decoder.h"
+#include "engine/decoder_testing.h"
+#include "model/model.h"
+
+namespace cohort::engine {
+namespace {
+
+DecoderOptions small(const std::string& devices = "cpu") {
+  DecoderOptions o;
+  o.device = devices;
+  if (devices.find(',') != std::string::npos) o.split_mode = "tensor";
+  return o;
+}
+
+class DecoderSubmit : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    path_ = write_model(gguf::TensorType::Q8_0, model::Family::llama);
+    model_ = model::Model::load(path_);
+  }
+  static void TearDownTestSuite() {
+    model_.reset();
+    std::filesystem::remove(path_);
+  }
+  static inline std::string path_;
+  static inline std::unique_ptr<model::Model> model_;
+};
+
+TEST_F(DecoderSubmit, GivesDecodesLogitsBitForBit) {
+  const std::vector<float> sync = stepped_logits(*model_, small(), Drive::decode);
+  EXPECT_EQ(stepped_logits(*model_, small(), Drive::submit), sync);
+  EXPECT_EQ(stepped_logits(*model_, small(), Drive::overlap), sync);
+}
+
+TEST_F(DecoderSubmit, GivesDecodesLogitsOnTensorParallelRanks) {
+  const std::vector<float> sync = stepped_logits(*model_, small("cpu,cpu,cpu"), Drive::decode);
+  EXPECT_EQ(stepped_logits(*model_, small("cpu,cpu,cpu"), Drive::overlap), sync);
+}
+
+TEST_F(DecoderSubmit, MisuseAndABadBatchAreErrorsBeforeAnythingRuns) {
+  Decoder dec(*model_, small());
+  EXPECT_THROW(dec.wait(), Error);  // nothing submitted
+  dec.reserve(0, 4);
+  Batch bad;
+  bad.add(1, 1, 0, true);  // does not start at the committed length 0
+  EXPECT_THROW(dec.submit(bad), Error);
+  EXPECT_THROW(dec.wait(), Error);  // the bad batch was never started
+  EXPECT_EQ(dec.blocks().n_committed(0), 0);
+  Batch ok;
+  ok.add(1, 0, 0, true);
+  dec.submit(ok);
+  EXPECT_THROW(dec.submit(ok), Error);  // one step in flight at a time
+  EXPECT_THROW(dec.decode(ok), Error);
+  EXPECT_EQ(dec.wait().size(), static_cast<size_t>(dec.n_vocab()));
+  EXPECT_EQ(dec.blocks().n_committed(0), 1);
+}
+
+}  // namespace
+}  // namespace cohort::engine

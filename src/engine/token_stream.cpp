@@ -1,0 +1,26 @@
+#include "engine/token_stream.h"
+
+namespace cohort::engine {
+
+TokenStream::TokenStream(const SamplingParams& sampling, int n_vocab, int n_ctx,
+                         tokenizer::Detokenizer detok, StopParams stop)
+    : sampler_((sampling.validate(), sampling), n_vocab, n_ctx),
+      detok_(std::move(detok)),
+      stop_(stop),
+      params_(std::move(stop)) {}
+
+void TokenStream::accept_prompt(std::span<const int32_t> prompt) {
+  for (int32_t t : prompt) sampler_.accept(t);
+}
+
+StreamToken TokenStream::next(std::span<const float> logits) {
+  StreamToken tok;
+  tok.id = sampler_.sample(logits);
+  sampler_.accept(tok.id);
+  last_token_ = tok.id;
+  const bool eog = params_.eog_tokens.contains(tok.id);
+  tok.text = stop_.push(tok.id, eog ? std::string() : detok_.push(tok.id)).text;
+  return tok;
+}
+
+}  // namespace cohort::engine
