@@ -2,7 +2,8 @@
 server on loopback, with mixed prompt and output lengths, streaming and not,
 and clients that disconnect at random. No 5xx; every streamed answer that
 ran to its end has exactly usage.completion_tokens chunks and concatenates
-to the text of the same request sent without streaming (greedy); /metrics
+to the text of the same request sent without streaming (greedy), or parts
+from it only at a near tie; /metrics
 gauges return to zero; the server's memory does not grow across rounds."""
 import json
 import random
@@ -16,6 +17,11 @@ from test_phase_trace import server
 CLIENTS = 64
 ROUNDS = 3
 ROUND_SECONDS = 20
+# nats. Decoded in a batch or alone, the default model's logits differ by
+# rounding only, but it amplifies rounding: after 20 identical tokens the
+# two best logits of 'wind boat light' were 0.094 apart on one path and
+# swapped on the other.
+TIE = 0.25
 WORDS = "the sea wind boat story bread history river light stone garden city music".split()
 
 
@@ -134,6 +140,27 @@ class Client(threading.Thread):
                              finish, usage["completion_tokens"]))
 
 
+def assert_near_tie_divergence(choice, streamed, prompt):
+    """A sequence decoded in a batch and the same sequence decoded alone sum
+    attention in different orders (as llama.cpp does), so two greedy answers
+    may part where the two best tokens are within rounding of each other. They
+    must agree up to that token, and there the streamed answer's token must
+    trail the other's by less than TIE nats; anything else is a lost,
+    duplicated or wrong token."""
+    lp = choice["logprobs"]
+    for i, (token, offset) in enumerate(zip(lp["tokens"], lp["text_offset"])):
+        assert streamed.startswith(choice["text"][:offset]), (prompt, streamed, choice["text"])
+        if streamed.startswith(token, offset):
+            continue
+        top = lp["top_logprobs"][i]
+        rivals = [t for t in top if t != token and t and streamed.startswith(t, offset)]
+        assert rivals, (prompt, i, streamed, choice["text"], top)
+        gap = top[token] - max(top[t] for t in rivals)
+        assert gap < TIE, (prompt, i, gap, streamed, choice["text"], top)
+        return
+    raise AssertionError(("the answers differ after the last token", prompt, streamed, choice["text"]))
+
+
 def test_64_clients_with_disconnects(tmp_path, cohort_bin, default_model):
     with server(cohort_bin, default_model, tmp_path, "cohort", n_parallel=8, batch=256) as (url, _):
         port = int(url.rsplit(":", 1)[1])
@@ -166,9 +193,12 @@ def test_64_clients_with_disconnects(tmp_path, cohort_bin, default_model):
             assert len(finish) == 1, finish
             assert n == completion_tokens or (finish[0] == "stop" and n == completion_tokens - 1)
             status, payload = request(url, {"prompt": prompt, "max_tokens": max_tokens,
-                                            "temperature": 0})
+                                            "temperature": 0, "logprobs": 5})
             whole = json.loads(payload)
-            assert status == 200 and whole["choices"][0]["text"] == text, (prompt, text, whole)
-            assert whole["usage"]["completion_tokens"] == completion_tokens
+            assert status == 200, whole
+            if whole["choices"][0]["text"] == text:
+                assert whole["usage"]["completion_tokens"] == completion_tokens
+            else:
+                assert_near_tie_divergence(whole["choices"][0], text, prompt)
     # memory: the last round holds no more than the first (allocator slack aside)
     assert rss[-1] <= rss[0] * 1.10 + 16 * 1024, rss
