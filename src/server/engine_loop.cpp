@@ -88,8 +88,10 @@ std::span<const int32_t> EngineLoop::prompt_of(sched::RequestId id) const {
 }
 
 void EngineLoop::run() {
+  bool forwarded = false;  // cancellations were forwarded while the last step computed
   while (!stop_.load()) {
-    forward_cancellations();
+    if (!forwarded) forward_cancellations();
+    forwarded = false;
     const sched::BatchPlan& plan = scheduler_.plan();
     apply_endings(plan);
     apply_admissions(plan);
@@ -104,6 +106,7 @@ void EngineLoop::run() {
       continue;
     }
     execute(plan);
+    forwarded = true;
     scheduler_.on_step_done(result_);
     publish_slots();
   }
@@ -210,8 +213,8 @@ void EngineLoop::build_batch(const sched::BatchPlan& plan) {
   }
 }
 
-// The step is handed to the decoder, the previous step's events are
-// delivered while it computes, and then its rows are sampled.
+// The step is handed to the decoder; while it computes, the previous step's
+// events are delivered and cancellations forwarded; then its rows are sampled.
 void EngineLoop::execute(const sched::BatchPlan& plan) {
   result_.clear();
   build_batch(plan);
@@ -220,11 +223,13 @@ void EngineLoop::execute(const sched::BatchPlan& plan) {
   try {
     if (!batch_.empty()) decoder_.submit(batch_);
     deliver();
+    forward_cancellations();  // they take effect at the next plan either way
     if (!batch_.empty()) logits = decoder_.wait();
   } catch (const Error& e) {
     fmt::print(stderr, "error: step {} failed: {}\n", plan.step, e.what());
     result_.failed = true;
     deliver();
+    forward_cancellations();
     return;
   }
   auto row_logits = [&](int slot) {

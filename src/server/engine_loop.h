@@ -5,7 +5,8 @@
 //
 // A step: plan, build the batch, submit it to the decoder; while it
 // computes, deliver the previous step's events (log-probabilities,
-// counters, the pushes that wake the HTTP threads); then wait, sample each
+// counters, the pushes that wake the HTTP threads) and forward the
+// handles' cancellations to the scheduler; then wait, sample each
 // slot's token and check its stop conditions, so that the scheduler knows
 // before the next plan which requests ended (a stop string never costs a
 // wasted row). Every event goes through the outbox, so a request's events
