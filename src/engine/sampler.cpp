@@ -1,11 +1,14 @@
 #include "engine/sampler.h"
 
 #include <cmath>
+#include <limits>
 
 #include "common/error.h"
 
 namespace cohort::engine {
 namespace {
+
+constexpr float kPosInf = std::numeric_limits<float>::infinity();
 
 template <typename T>
 void require(bool ok, const char* field, T value, const char* rule) {
@@ -27,12 +30,20 @@ void SamplingParams::validate() const {
           "a finite number");
   require(repeat_last_n >= -1, "repeat_last_n", repeat_last_n,
           ">= -1 (0 disables it, -1 means the context size)");
+  for (const TokenBias& b : logit_bias) {
+    require(!std::isnan(b.bias) && b.bias != kPosInf, "logit_bias", b.bias, "a number or -inf");
+  }
 }
 
 Sampler::Sampler(const SamplingParams& params, int n_vocab, int n_ctx)
     : params_(params), n_vocab_(n_vocab) {
   params_.validate();
   if (n_vocab < 1) fail("sampler: n_vocab = {} must be >= 1", n_vocab);
+  for (const TokenBias& b : params_.logit_bias) {
+    if (b.token < 0 || b.token >= n_vocab) {
+      fail("invalid sampling parameter logit_bias: token id {} is outside the vocabulary of {}", b.token, n_vocab);
+    }
+  }
   if (params_.repeat_last_n == -1 && n_ctx < 1)
     fail("sampler: repeat_last_n = -1 needs the context size, got n_ctx = {}", n_ctx);
   window_ = static_cast<size_t>(params_.repeat_last_n == -1 ? n_ctx : params_.repeat_last_n);
@@ -69,6 +80,7 @@ int32_t Sampler::sample(std::span<const float> logits) {
     fail("sampler: got {} logits for a vocabulary of {}", logits.size(), n_vocab_);
   Candidates& c = candidates_;
   c.assign(logits);
+  for (const TokenBias& b : params_.logit_bias) c.data[static_cast<size_t>(b.token)].logit += b.bias;
   const PenaltyParams penalties{params_.repeat_penalty, params_.frequency_penalty,
                                 params_.presence_penalty};
   apply_penalties(c, recent(), penalties, penalty_scratch_);

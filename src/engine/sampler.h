@@ -2,7 +2,7 @@
 //
 // The chain is llama.cpp's common sampler default order (common/sampling.cpp),
 // without the samplers that are off by default there:
-//   penalties -> top_k -> (typical: skipped) -> top_p -> min_p -> temperature -> draw
+//   logit_bias -> penalties -> top_k -> (typical: skipped) -> top_p -> min_p -> temperature -> draw
 // so top_p and min_p see the distribution before temperature, as in
 // llama.cpp. temp <= 0 is greedy: the argmax of the penalized logits (which
 // is what the full chain yields for temp <= 0, since every filter keeps the
@@ -31,6 +31,13 @@ namespace cohort::engine {
 
 inline constexpr uint32_t kRandomSeed = 0xFFFFFFFF;  // LLAMA_DEFAULT_SEED: draw a seed
 
+// A value added to one token's logit before anything else of the chain
+// (-inf bans the token), as llama.cpp's logit_bias sampler does.
+struct TokenBias {
+  int32_t token = 0;
+  float bias = 0.0f;
+};
+
 // Defaults are llama.cpp's (common_params_sampling).
 struct SamplingParams {
   float temp = 0.80f;              // <= 0: greedy
@@ -42,6 +49,7 @@ struct SamplingParams {
   float frequency_penalty = 0.00f; // 0: off
   int32_t repeat_last_n = 64;      // penalty window in tokens; 0: off; -1: context size
   uint32_t seed = kRandomSeed;
+  std::vector<TokenBias> logit_bias;  // in order; a token listed twice gets both
 
   // Throws cohort::Error naming the first bad field and its value.
   void validate() const;
@@ -50,7 +58,8 @@ struct SamplingParams {
 class Sampler {
  public:
   // Validates `params`. n_ctx resolves repeat_last_n = -1.
-  // REQUIRES: n_vocab >= 1; n_ctx >= 1 if repeat_last_n == -1 (else cohort::Error).
+  // REQUIRES: n_vocab >= 1; n_ctx >= 1 if repeat_last_n == -1; every
+  // logit_bias token in [0, n_vocab) (else cohort::Error).
   Sampler(const SamplingParams& params, int n_vocab, int n_ctx = 0);
 
   // Picks the next token from `logits` [n_vocab] (not modified). Does not

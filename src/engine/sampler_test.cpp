@@ -104,6 +104,26 @@ TEST(Sampler, GreedyIsArgmax) {
   }
 }
 
+TEST(Sampler, LogitBiasBansOrRaisesATokenBeforeTheChain) {
+  const auto l = random_logits(1000, 3);
+  const int32_t best = argmax_of(l);
+  SamplingParams p = plain(0.0f);
+  p.logit_bias = {{best, -std::numeric_limits<float>::infinity()}};
+  std::vector<float> without = l;
+  without[static_cast<size_t>(best)] = -std::numeric_limits<float>::infinity();
+  EXPECT_EQ(Sampler(p, 1000).sample(l), argmax_of(without));
+  const int32_t worst = static_cast<int32_t>(std::min_element(l.begin(), l.end()) - l.begin());
+  p.logit_bias = {{worst, 100.0f}};
+  EXPECT_EQ(Sampler(p, 1000).sample(l), worst);
+  p.temp = 1.0f;  // the whole chain sees the biased logits: top-k keeps the raised token
+  p.top_k = 1;
+  EXPECT_EQ(Sampler(p, 1000).sample(l), worst);
+  p.logit_bias = {{1000, 1.0f}};
+  EXPECT_THROW(Sampler(p, 1000), Error);
+  p.logit_bias = {{0, std::numeric_limits<float>::infinity()}};
+  EXPECT_THROW(Sampler(p, 1000), Error);
+}
+
 TEST(Sampler, GreedyDefaultChainIsArgmax) {
   SamplingParams p;  // top_k, top_p, min_p on
   p.temp = 0.0f;

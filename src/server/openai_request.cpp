@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
 #include <semaphore>
 
@@ -78,6 +79,66 @@ engine::SamplingParams read_sampling(const Json& body, engine::SamplingParams p)
   return p;
 }
 
+// One [token, bias] of logit_bias: the token an id or (as llama-server
+// allows) text, every token of which gets the bias; the bias a number, or
+// false to ban the token.
+void add_logit_bias(const std::string& where, const Json& token, const Json& bias,
+                    const tokenizer::Tokenizer& tok, std::vector<engine::TokenBias>& out) {
+  float value = 0.0f;
+  if (bias.is_boolean() && !bias.get<bool>()) {
+    value = -std::numeric_limits<float>::infinity();
+  } else if (bias.is_number()) {
+    value = static_cast<float>(bias.get<double>());
+  } else {
+    reject_field(where, fmt::format("must be a number, or false to ban the token, got {}", json_type_name(bias)));
+  }
+  std::vector<int32_t> ids;
+  if (token.is_number_integer()) {
+    ids.push_back(static_cast<int32_t>(std::clamp<int64_t>(token.get<int64_t>(), -1, kIntMax)));
+  } else if (token.is_string()) {
+    const std::string& text = token.get_ref<const std::string&>();
+    int64_t id = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+    if (ec == std::errc() && end == text.data() + text.size()) {
+      ids.push_back(static_cast<int32_t>(std::clamp<int64_t>(id, -1, kIntMax)));
+    } else {
+      ids = tok.encode(text, false, false);
+    }
+  } else {
+    reject_field(where, fmt::format("names a token by id or text, got {}", json_type_name(token)));
+  }
+  for (int32_t id : ids) {
+    if (id < 0 || id >= tok.n_vocab()) {
+      reject_field(where, fmt::format("token id {} is outside the vocabulary of {}", id, tok.n_vocab()));
+    }
+    out.push_back({id, value});
+  }
+}
+
+// logit_bias in OpenAI's form ({"token id": bias}) or llama-server's
+// ([[token, bias], ...]).
+std::vector<engine::TokenBias> read_logit_bias(const Json& body, const tokenizer::Tokenizer& tok) {
+  const auto it = body.find("logit_bias");
+  std::vector<engine::TokenBias> out;
+  if (it == body.end() || it->is_null()) return out;
+  if (it->is_object()) {
+    for (const auto& [key, bias] : it->items()) {
+      add_logit_bias(fmt::format("logit_bias[\"{}\"]", key), Json(key), bias, tok, out);
+    }
+  } else if (it->is_array()) {
+    for (size_t i = 0; i < it->size(); ++i) {
+      const Json& pair = (*it)[i];
+      const std::string where = fmt::format("logit_bias[{}]", i);
+      if (!pair.is_array() || pair.size() != 2) reject_field(where, "must be a [token, bias] pair");
+      add_logit_bias(where, pair[0], pair[1], tok, out);
+    }
+  } else {
+    reject_field("logit_bias", fmt::format("must be an object of token ids to biases or an array of "
+                                           "[token, bias] pairs, got {}", json_type_name(*it)));
+  }
+  return out;
+}
+
 void read_stream_options(const Json& body, ResponseOptions& r) {
   r.stream = read_bool(body, "stream").value_or(false);
   const Json* so = read_object(body, "stream_options");
@@ -106,6 +167,7 @@ ParsedRequest read_common(const Json& body, const PromptContext& ctx, Endpoint e
   g.max_tokens = read_max_tokens(body, ctx.default_max_tokens);
   g.stop = read_stop(body);
   g.sampling = read_sampling(body, ctx.defaults);
+  g.sampling.logit_bias = read_logit_bias(body, *ctx.tokenizer);
   g.cache_prompt = read_bool(body, "cache_prompt").value_or(true);
   g.ignore_eos = read_bool(body, "ignore_eos").value_or(false);
   return p;

@@ -2,7 +2,9 @@
 // request is refused with a 4xx naming the field at fault.
 #include "server/openai_request.h"
 
+#include <limits>
 #include <random>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -81,6 +83,24 @@ TEST_F(OpenAIRequest, CompletionFieldsReachTheGenerationRequest) {
   EXPECT_TRUE(p.response.include_usage);
   EXPECT_TRUE(p.response.logprobs);
   EXPECT_EQ(p.response.endpoint, Endpoint::completions);
+}
+
+TEST_F(OpenAIRequest, LogitBiasInTheFormsOfOpenAIAndLlamaServer) {
+  const float ban = -std::numeric_limits<float>::infinity();
+  auto biases = [&](const std::string& field) {
+    std::vector<std::pair<int32_t, float>> out;
+    for (const engine::TokenBias& b : parse(Endpoint::completions, R"({"prompt": "hi", "logit_bias": )" + field + "}")
+                                          .generation.sampling.logit_bias) {
+      out.emplace_back(b.token, b.bias);
+    }
+    return out;
+  };
+  using Pairs = std::vector<std::pair<int32_t, float>>;
+  EXPECT_EQ(biases(R"({"97": -100, "98": false, "99": 2.5})"), (Pairs{{97, -100.0f}, {98, ban}, {99, 2.5f}}));
+  // llama-server's pairs; a token given as text biases each of its tokens
+  EXPECT_EQ(biases(R"([[97, 1], ["bc", -2], [100, false]])"), (Pairs{{97, 1.0f}, {98, -2.0f}, {99, -2.0f}, {100, ban}}));
+  EXPECT_EQ(biases("null"), Pairs{});
+  EXPECT_EQ(biases("{}"), Pairs{});
 }
 
 TEST_F(OpenAIRequest, DefaultsComeFromTheServer) {

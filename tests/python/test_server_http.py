@@ -300,6 +300,35 @@ def test_completion_logprobs(client):
         assert max(top.values()) == pytest.approx(value, abs=1e-4)
 
 
+def _token_id(cohort_server, text):
+    ids = requests.post(cohort_server + "/tokenize", json={"content": text}, timeout=TIMEOUT).json()["tokens"]
+    assert len(ids) == 1, (text, ids)
+    return ids[0]
+
+
+def test_logit_bias_bans_and_forces_tokens(client, cohort_server):
+    prompt = "The sky is"
+    greedy = client.completions.create(model="any", prompt=prompt, max_tokens=4, temperature=0, logprobs=2)
+    lp = greedy.choices[0].logprobs
+    first = lp.tokens[0]
+    runner_up = max((t for t in lp.top_logprobs[0] if t != first), key=lp.top_logprobs[0].get)
+    banned = client.completions.create(model="any", prompt=prompt, max_tokens=1, temperature=0,
+                                       logit_bias={str(_token_id(cohort_server, first)): -100})
+    assert banned.choices[0].text == runner_up  # greedy falls to the runner-up
+    forced_id = _token_id(cohort_server, " purple")
+    forced = client.completions.create(model="any", prompt=prompt, max_tokens=3, temperature=0.8, seed=5,
+                                       logit_bias={str(forced_id): 100})
+    assert forced.choices[0].text == " purple" * 3
+    # llama-server's form: [token text, bias] raises every token of the text, in chat too
+    r = requests.post(cohort_server + "/v1/chat/completions", timeout=TIMEOUT, json={
+        "messages": [{"role": "user", "content": "Say hello"}], "max_tokens": 8, "temperature": 0,
+        "logit_bias": [[" purple", 100]]})
+    assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"].startswith(" purple")
+    bad = requests.post(cohort_server + "/v1/completions", timeout=TIMEOUT,
+                        json={"prompt": prompt, "logit_bias": {"99999999": 1}})
+    assert bad.status_code == 400 and "outside the vocabulary" in bad.json()["error"]["message"]
+
+
 def test_chat_logprobs(client):
     r = client.chat.completions.create(model="any", messages=HI, max_tokens=6, temperature=0,
                                        logprobs=True, top_logprobs=3)
