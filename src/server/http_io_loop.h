@@ -8,8 +8,8 @@
 // An idle or slow client therefore costs a descriptor and a few hundred
 // bytes, never a thread.
 //
-// Why an epoll loop of our own and not Boost.Asio/Beast (what issue 16
-// prefers): the parts that carry the protocol's rules existed and were
+// Why an epoll loop of our own and not Boost.Asio/Beast (what C++ servers
+// usually build on): the parts that carry the protocol's rules existed and were
 // tested byte for byte before this loop (http_message's parser and framing
 // checks, the 400/408/413/431/501/505 answers with the API's error bodies,
 // Exchange's streaming with per-stall write timeouts and client_gone).
