@@ -121,6 +121,14 @@ void props(Exchange& exchange, const ServedModel& model) {
 }
 
 void slots(Exchange& exchange, const ServedModel& model) {
+  if (!model.slots_endpoint) {  // llama-server's answer, word for word
+    reply_json(exchange, 501,
+               Json{{"error",
+                     {{"code", 501},
+                      {"message", "This server does not support slots endpoint. Start it with `--slots`"},
+                      {"type", "not_supported_error"}}}});
+    return;
+  }
   const ServiceStats stats = model.service->stats();
   Json out = Json::array();
   for (const ServiceStats::Slot& s : stats.slots) {

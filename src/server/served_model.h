@@ -41,6 +41,7 @@ struct ServedModel {
   engine::SamplingParams defaults;  // for fields a request leaves out
   int default_max_tokens = -1;
   int64_t max_tokenize = kDefaultMaxTokenize;  // --max-tokenize: /tokenize's and /detokenize's most tokens
+  bool slots_endpoint = true;       // --no-slots: GET /slots answers 501
 
   // What request parsing needs.
   PromptContext prompt_context() const;

@@ -6,8 +6,21 @@
 // template are read from the GGUF file, the engine is built
 // (make_service), and the model is published: /health turns 200.
 //
-// /metrics is always on (llama-server needs --metrics for it; the flag is
-// accepted and changes nothing).
+// llama-server's flags are accepted so that its command lines start cohort
+// unchanged; those that select what cohort always does are no-ops, each
+// saying so in its help: --metrics (/metrics is always on), --offline
+// (nothing is ever downloaded), --jinja/--no-jinja (see below), -fa
+// (attention is always fused), --kv-unified (one cache for every slot),
+// --context-shift (no shift: a generation that fills the context ends with
+// finish "length"), --verbose. --no-slots turns /slots off (501, as
+// llama-server). --chat-template-file / --chat-template replace the GGUF's
+// template.
+//
+// --no-jinja: llama-server then renders with its built-in C++ copies of the
+// well-known templates, chosen by sniffing the GGUF's template, which give
+// the same text as the Jinja source for the models they recognise. cohort
+// keeps rendering the model's own template with its Jinja engine (ChatML
+// when the model has none), so the prompt is the one --jinja would give.
 //
 // TLS: --ssl-cert-file and --ssl-key-file (both or neither) make every
 // connection HTTPS; the files are read before the port is opened, and a bad
@@ -79,7 +92,42 @@ struct ServeOptions {
   std::optional<std::string> cors_origin;  // --cors-origin (default: * without keys, none with)
   std::string ssl_cert_file;               // --ssl-cert-file: PEM certificate chain (TLS)
   std::string ssl_key_file;                // --ssl-key-file: PEM private key (TLS)
+  bool slots = true;                       // --slots / --no-slots: GET /slots (501 when off)
+  std::string chat_template_file;          // --chat-template-file: Jinja instead of the GGUF's
+  std::string chat_template;               // --chat-template: a name (chatml) or Jinja source
+  // Accepted for llama-server's command lines; they change nothing (see the top).
+  bool offline = false, jinja = true, kv_unified = false, context_shift = false, verbose = false;
+  std::string flash_attn;                  // -fa on|off|auto
 };
+
+// ChatML as a Jinja template, for --chat-template chatml.
+constexpr const char* kChatmlTemplate =
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+    "'<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+// The template that replaces the GGUF's, or nullopt: the text of
+// --chat-template-file, or --chat-template as a name (chatml) or as Jinja
+// source (it holds "{%" or "{{"). Throws cohort::Error naming the flag.
+std::optional<std::string> chat_template_override(const ServeOptions& o) {
+  if (!o.chat_template_file.empty() && !o.chat_template.empty()) {
+    fail("--chat-template and --chat-template-file: give one of them");
+  }
+  if (!o.chat_template_file.empty()) {
+    std::ifstream in(o.chat_template_file, std::ios::binary);
+    if (!in) fail("--chat-template-file {}: cannot read it", o.chat_template_file);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) fail("--chat-template-file {}: cannot read it", o.chat_template_file);
+    if (text.empty()) fail("--chat-template-file {}: the file is empty", o.chat_template_file);
+    return text;
+  }
+  if (o.chat_template.empty()) return std::nullopt;
+  if (o.chat_template == "chatml") return std::string(kChatmlTemplate);
+  if (o.chat_template.find("{%") != std::string::npos || o.chat_template.find("{{") != std::string::npos) {
+    return o.chat_template;
+  }
+  fail("--chat-template {}: not a known name (chatml) nor Jinja source (no '{{%' or '{{{{' in it); "
+       "use --chat-template-file for a template in a file", o.chat_template);
+}
 
 // ---------------------------------------------------------------------------
 // The engine behind the server, built from the options once the HTTP server
@@ -133,12 +181,14 @@ int64_t unix_seconds() {
 }
 
 // The tokenizer, template and names from the file, then the engine.
-std::unique_ptr<server::ServedModel> load_model(const ServeOptions& o) {
+std::unique_ptr<server::ServedModel> load_model(const ServeOptions& o,
+                                               const std::optional<std::string>& chat_template) {
   const gguf::GgufFile file = gguf::GgufFile::open(o.model);
   const gguf::Metadata& md = file.metadata();
   auto m = std::make_unique<server::ServedModel>(tokenizer::Tokenizer::from_gguf(md));
   m->path = o.model;
-  m->chat_template = md.get_string("tokenizer.chat_template").value_or("");
+  m->chat_template = chat_template ? *chat_template : md.get_string("tokenizer.chat_template").value_or("");
+  m->slots_endpoint = o.slots;
   m->id = !o.alias.empty() ? o.alias
                            : md.get_string("general.name").value_or(std::filesystem::path(o.model).filename());
   m->defaults = o.sampling;
@@ -221,6 +271,7 @@ void check_options(const ServeOptions& o) {
 
 void serve(const ServeOptions& o) {
   check_options(o);
+  const std::optional<std::string> chat_template = chat_template_override(o);
   // Allocations of 1 MiB and more (request bodies, large replies) are
   // mapped and unmapped on their own. By default glibc raises this
   // threshold after the first such free, and then keeps freed bodies in its
@@ -241,7 +292,7 @@ void serve(const ServeOptions& o) {
   fmt::print(stderr, "serve: listening on {}://{}:{} (loading {})\n", o.ssl_cert_file.empty() ? "http" : "https",
              o.host, port, o.model);
   try {
-    state.publish(load_model(o));
+    state.publish(load_model(o, chat_template));
   } catch (...) {
     http.stop();
     throw;
@@ -288,6 +339,26 @@ void register_serve(CLI::App& app) {
       "Access-Control-Allow-Origin of responses (default: * without --api-key, none with; '' none)");
   cmd->add_option("--ssl-cert-file", o->ssl_cert_file, "TLS: PEM certificate chain (with --ssl-key-file)");
   cmd->add_option("--ssl-key-file", o->ssl_key_file, "TLS: PEM private key (with --ssl-cert-file)");
+  cmd->add_flag("--slots,!--no-slots", o->slots, "GET /slots (default: on; off: it answers 501)");
+  cmd->add_option("--chat-template-file", o->chat_template_file,
+                  "Jinja chat template read from FILE, used instead of the model's");
+  cmd->add_option("--chat-template", o->chat_template,
+                  "chat template instead of the model's: chatml, or Jinja source");
+  cmd->add_flag("--jinja,!--no-jinja", o->jinja,
+                "accepted for llama-server compatibility: the model's template (or --chat-template) is always "
+                "rendered as Jinja; --no-jinja gives the same prompt, as llama-server's built-in copies of the "
+                "known templates do");
+  cmd->add_flag("--offline", o->offline, "accepted for llama-server compatibility; nothing is ever downloaded");
+  cmd->add_option("--flash-attn", o->flash_attn,
+                  "-fa on|off|auto: accepted for llama-server compatibility; attention is always fused")
+      ->expected(0, 1)
+      ->check(CLI::IsMember({"on", "off", "auto", "1", "0", "true", "false"}));
+  cmd->add_flag("--kv-unified", o->kv_unified,
+                "accepted for llama-server compatibility; the KV cache is always shared by every slot");
+  cmd->add_flag("--context-shift,!--no-context-shift", o->context_shift,
+                "accepted for llama-server compatibility; the context never shifts: a generation that fills it "
+                "ends with finish_reason \"length\"");
+  cmd->add_flag("-v,--verbose", o->verbose, "accepted for llama-server compatibility; logging is unchanged");
   add_sampling_flags(cmd, o->sampling);
   cmd->callback([o] { serve(*o); });
 }

@@ -1,0 +1,56 @@
+"""`cohort serve` as a drop-in for llama-server: its command-line flags start
+cohort (those that name what cohort always does are accepted and change
+nothing), --no-slots turns /slots off as llama-server does, and
+--chat-template / --chat-template-file replace the model's template."""
+import requests
+
+from conftest import SERVE_ARGS, run_cohort, serving
+
+TIMEOUT = (5, 300)
+HI = [{"role": "user", "content": "Hi"}]
+CHATML_HI = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+
+
+def _n_tokens(url, text):
+    r = requests.post(url + "/tokenize", json={"content": text, "add_special": True}, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    return len(r.json()["tokens"])
+
+
+def _chat_prompt_tokens(url):
+    r = requests.post(url + "/v1/chat/completions", json={"messages": HI, "max_tokens": 1}, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    return r.json()["usage"]["prompt_tokens"]
+
+
+def test_llama_server_flags_start_the_server(cohort_bin, default_model, tmp_path):
+    flags = ["--offline", "--slots", "--metrics", "--jinja", "-fa", "on", "--kv-unified",
+             "--no-context-shift", "--verbose", "--chat-template", "chatml"]
+    with serving(cohort_bin, default_model, [*SERVE_ARGS, *flags], tmp_path) as url:
+        assert requests.get(url + "/slots", timeout=TIMEOUT).status_code == 200
+        assert requests.get(url + "/metrics", timeout=TIMEOUT).status_code == 200
+        assert _chat_prompt_tokens(url) == _n_tokens(url, CHATML_HI)
+
+
+def test_no_slots_and_a_template_file(cohort_bin, default_model, tmp_path):
+    template = tmp_path / "t.jinja"
+    template.write_text("{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }} and more words{% endfor %}")
+    flags = ["--no-slots", "--no-jinja", "--context-shift", "-fa", "--kv-unified", "-v",
+             "--chat-template-file", template]
+    with serving(cohort_bin, default_model, [*SERVE_ARGS, *flags], tmp_path) as url:
+        r = requests.get(url + "/slots", timeout=TIMEOUT)
+        assert r.status_code == 501
+        assert r.json()["error"]["type"] == "not_supported_error"
+        assert "--slots" in r.json()["error"]["message"]
+        assert _chat_prompt_tokens(url) == _n_tokens(url, "[user] Hi and more words")
+
+
+def test_bad_chat_template_flags_are_clear_errors(cohort_bin, default_model, tmp_path):
+    missing = tmp_path / "missing.jinja"
+    for args, words in [(["--chat-template-file", missing], [str(missing), "cannot read"]),
+                        (["--chat-template", "no-such-template"], ["--chat-template", "chatml"]),
+                        (["-fa", "sometimes"], ["flash-attn"])]:
+        res = run_cohort(cohort_bin, "serve", "-m", default_model, "--port", "0", *args, check=False, timeout=60)
+        assert res.returncode != 0
+        for w in words:
+            assert w in res.stderr, res.stderr
