@@ -1,11 +1,12 @@
-// llama-server's routes: /health, /tokenize, /detokenize, /props, /slots,
-// /metrics.
+// llama-server's routes: /health, /tokenize, /detokenize, /apply-template,
+// /props, /slots, /metrics.
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "server/api_reply.h"
+#include "server/chat_prompt.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -88,6 +89,19 @@ void detokenize(Exchange& exchange, const ServedModel& model) {
   reply_json(exchange, 200, Json{{"content", content}});
 }
 
+// {"messages": [...]} -> {"prompt": the text /v1/chat/completions would
+// tokenize}; the messages are checked as that route checks them.
+void apply_template(Exchange& exchange, const ServedModel& model) {
+  const ParsedBody parsed(exchange.request().body);
+  const Json& body = parsed.json();
+  const Json* kwargs = read_object(body, "chat_template_kwargs");
+  const auto messages = body.find("messages");
+  if (messages == body.end() || messages->is_null()) reject_field("messages", "is required");
+  const std::string prompt = render_chat_prompt(normalize_messages(*messages), model.chat_template, model.tokenizer,
+                                                kwargs ? *kwargs : Json());
+  reply_json(exchange, 200, Json{{"prompt", prompt}});
+}
+
 std::string piece_or_empty(const tokenizer::Tokenizer& tok, int32_t id) {
   return id >= 0 ? tok.token_to_piece(id, true) : std::string();
 }
@@ -163,6 +177,7 @@ void register_llama_routes(HttpServer& server, ServingState& state) {
   server.route("GET", "/v1/health", [&state](Exchange& e) { health(e, state); });
   server.route("POST", "/tokenize", with_model(state, tokenize));
   server.route("POST", "/detokenize", with_model(state, detokenize));
+  server.route("POST", "/apply-template", with_model(state, apply_template));
   server.route("GET", "/props", with_model(state, props));
   server.route("GET", "/slots", with_model(state, slots));
   server.route("GET", "/metrics", with_model(state, metrics));

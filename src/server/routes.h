@@ -2,7 +2,8 @@
 //
 //   OpenAI:    POST /v1/completions, POST /v1/chat/completions, GET /v1/models
 //              (also without the /v1 prefix, as llama-server accepts them)
-//   llama.cpp: GET /health, POST /tokenize, POST /detokenize, GET /props,
+//   llama.cpp: GET /health, POST /tokenize, POST /detokenize,
+//              POST /apply-template, GET /props,
 //              GET /slots (501 with --no-slots), GET /metrics (always on; llama-server needs
 //              --metrics, which `cohort serve` accepts and ignores)
 //
