@@ -221,7 +221,10 @@ void EngineLoop::execute(const sched::BatchPlan& plan) {
   std::span<const float> logits;
   const size_t n_vocab = static_cast<size_t>(decoder_.n_vocab());
   try {
-    if (!batch_.empty()) decoder_.submit(batch_);
+    if (!batch_.empty()) {
+      decoder_.submit(batch_);
+      count_step();
+    }
     deliver();
     forward_cancellations();  // they take effect at the next plan either way
     if (!batch_.empty()) logits = decoder_.wait();
@@ -321,6 +324,14 @@ void EngineLoop::finish(SlotState& s, engine::FinishReason reason, const std::st
   s.done = true;
 }
 
+// A decoder step and the slots busy in it, for llama-server's metrics.
+void EngineLoop::count_step() {
+  const auto busy = std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return s.has_value(); });
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++totals_.n_decode_total;
+  totals_.n_busy_slots_total += static_cast<uint64_t>(busy);
+}
+
 // Log-probabilities, counters and the push to each handle, in the order the
 // events were made.
 void EngineLoop::deliver() {
@@ -337,10 +348,24 @@ void EngineLoop::deliver() {
       if (d.ttft >= 0) histograms_.add_ttft(d.ttft);
       if (d.itl >= 0) histograms_.add_itl(d.itl);
       if (!d.event.done) ++generated_total_;
+      if (d.event.done) add_usage(d.event.usage);
     }
   }
   for (Delivery& d : outbox_) d.handle->push(std::move(d.event));
   outbox_.clear();
+}
+
+// A finished request's share of llama-server's counters. REQUIRES: mutex_ held.
+void EngineLoop::add_usage(const Usage& u) {
+  ServiceStats& t = totals_;
+  t.prompt_tokens_cached_total += static_cast<uint64_t>(u.cached_tokens);
+  t.n_tokens_max = std::max(t.n_tokens_max, static_cast<uint64_t>(u.prompt_tokens + u.completion_tokens));
+  if (u.completion_tokens > 0) {
+    t.prompt_seconds_total += u.prompt_ms / 1e3;
+    t.prompt_tokens_timed += static_cast<uint64_t>(u.prompt_tokens - u.cached_tokens);
+    t.predicted_seconds_total += u.generation_ms / 1e3;
+    t.predicted_tokens_timed += static_cast<uint64_t>(u.completion_tokens - 1);
+  }
 }
 
 ServiceStats EngineLoop::stats() const {
@@ -356,6 +381,14 @@ ServiceStats EngineLoop::stats() const {
   st.n_ctx = n_ctx_slot_;
   std::lock_guard<std::mutex> lock(mutex_);
   st.generated_tokens_total = generated_total_;
+  st.prompt_tokens_cached_total = totals_.prompt_tokens_cached_total;
+  st.prompt_seconds_total = totals_.prompt_seconds_total;
+  st.prompt_tokens_timed = totals_.prompt_tokens_timed;
+  st.predicted_seconds_total = totals_.predicted_seconds_total;
+  st.predicted_tokens_timed = totals_.predicted_tokens_timed;
+  st.n_decode_total = totals_.n_decode_total;
+  st.n_busy_slots_total = totals_.n_busy_slots_total;
+  st.n_tokens_max = totals_.n_tokens_max;
   st.requests_total = requests_total_;
   histograms_.fill(st);
   st.slots = slot_snapshot_;

@@ -77,6 +77,8 @@ class EngineLoop final : public GenerationService {
   void sample_slot(int slot, std::span<const float> logits, std::vector<float> kept,
                    sched::StepResult& result);
   void deliver();
+  void count_step();
+  void add_usage(const Usage& usage);
   void publish_slots();
   void finish(SlotState& s, engine::FinishReason reason, const std::string& error);
   std::span<const int32_t> prompt_of(sched::RequestId id) const;
@@ -104,6 +106,7 @@ class EngineLoop final : public GenerationService {
   LatencyHistograms histograms_;                           // GUARDED_BY(mutex_)
   uint64_t requests_total_ = 0;                            // GUARDED_BY(mutex_)
   uint64_t generated_total_ = 0;                           // GUARDED_BY(mutex_)
+  ServiceStats totals_;  // the llama-server counters of ServiceStats; GUARDED_BY(mutex_)
   std::vector<ServiceStats::Slot> slot_snapshot_;          // GUARDED_BY(mutex_)
 
   std::atomic<bool> stop_{false};

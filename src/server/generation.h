@@ -88,6 +88,19 @@ struct ServiceStats {
   uint64_t prompt_tokens_total = 0;
   uint64_t generated_tokens_total = 0;
   uint64_t requests_total = 0;
+  // What llama-server's /metrics reports too: prompt tokens reused from the
+  // cache; seconds spent on prompts (a request's first step to its first
+  // token) and on generation (first token to last), over finished requests;
+  // decoder steps and the slots busy in them, summed; the longest request
+  // seen (prompt plus generated tokens).
+  uint64_t prompt_tokens_cached_total = 0;
+  double prompt_seconds_total = 0;
+  uint64_t prompt_tokens_timed = 0;       // the prompt tokens computed by those requests
+  double predicted_seconds_total = 0;
+  uint64_t predicted_tokens_timed = 0;    // the tokens after the first of those requests
+  uint64_t n_decode_total = 0;
+  uint64_t n_busy_slots_total = 0;
+  uint64_t n_tokens_max = 0;
   int requests_processing = 0;
   int requests_queued = 0;
   int requests_blocked_by_phase = 0;  // queued although a slot is free

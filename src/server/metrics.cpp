@@ -60,6 +60,39 @@ void histogram(std::string& out, std::string_view name, std::string_view help,
   out += fmt::format("cohort:{}_count {}\n", name, total);
 }
 
+double ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
+
+// llama-server's names (llamacpp:*) and meanings, for dashboards made for
+// it. Its throughput gauges average over the time since the last scrape;
+// here they average over every finished request, so that two scrapers do
+// not reset each other.
+void llama_server_metrics(std::string& out, const ServiceStats& s) {
+  auto item = [&](std::string_view name, std::string_view type, std::string_view help, double value) {
+    out += fmt::format("# HELP llamacpp:{} {}\n# TYPE llamacpp:{} {}\nllamacpp:{} {}\n", name, help, name, type,
+                       name, value);
+  };
+  item("prompt_tokens_total", "counter", "Number of prompt tokens processed, excluding cached tokens",
+       static_cast<double>(s.prompt_tokens_total));
+  item("prompt_tokens_cached_total", "counter", "Number of prompt tokens reused from the cache",
+       static_cast<double>(s.prompt_tokens_cached_total));
+  item("prompt_seconds_total", "counter", "Total time spent processing prompts", s.prompt_seconds_total);
+  item("tokens_predicted_total", "counter", "Number of generation tokens processed",
+       static_cast<double>(s.generated_tokens_total));
+  item("tokens_predicted_seconds_total", "counter", "Total time spent generating tokens",
+       s.predicted_seconds_total);
+  item("n_decode_total", "counter", "Total number of decoder steps", static_cast<double>(s.n_decode_total));
+  item("n_tokens_max", "counter", "Largest observed sequence length (prompt + generation)",
+       static_cast<double>(s.n_tokens_max));
+  item("prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s",
+       ratio(static_cast<double>(s.prompt_tokens_timed), s.prompt_seconds_total));
+  item("predicted_tokens_seconds", "gauge", "Average generation throughput in tokens/s",
+       ratio(static_cast<double>(s.predicted_tokens_timed), s.predicted_seconds_total));
+  item("requests_processing", "gauge", "Number of requests processing", s.requests_processing);
+  item("requests_deferred", "gauge", "Number of requests deferred", s.requests_queued);
+  item("n_busy_slots_per_decode", "gauge", "Average number of busy slots per decoder step",
+       ratio(static_cast<double>(s.n_busy_slots_total), static_cast<double>(s.n_decode_total)));
+}
+
 }  // namespace
 
 std::string format_metrics(const ServiceStats& s) {
@@ -77,6 +110,7 @@ std::string format_metrics(const ServiceStats& s) {
   metric(out, "cohort_size", "gauge", "Number of requests in the current cohort.", s.cohort_size);
   metric(out, "n_slots", "gauge", "Number of slots.", s.n_slots);
   metric(out, "n_ctx", "gauge", "Context capacity of one request, in tokens.", s.n_ctx);
+  llama_server_metrics(out, s);
   histogram(out, "time_to_first_token_seconds", "Time from request arrival to its first token.",
             s.latency_buckets, s.ttft_counts, s.ttft_sum);
   histogram(out, "inter_token_latency_seconds", "Time between consecutive tokens of a request.",

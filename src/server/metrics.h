@@ -12,6 +12,13 @@
 //   histograms cohort:time_to_first_token_seconds,
 //              cohort:inter_token_latency_seconds (_bucket{le}, _sum, _count)
 //
+// and beside them llama-server's own set under its names (llamacpp:*:
+// prompt_tokens_total, prompt_tokens_cached_total, prompt_seconds_total,
+// tokens_predicted_total, tokens_predicted_seconds_total, n_decode_total,
+// n_tokens_max, prompt_tokens_seconds, predicted_tokens_seconds,
+// requests_processing, requests_deferred, n_busy_slots_per_decode), so that
+// what watches a llama-server watches cohort unchanged.
+//
 // ref: https://prometheus.io/docs/instrumenting/exposition_formats/
 // Thread safety: pure function.
 #pragma once

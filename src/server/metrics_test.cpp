@@ -43,7 +43,7 @@ Exposition parse(const std::string& text) {
       }
     }
     EXPECT_TRUE(e.types.count(base)) << "sample without TYPE: " << line;
-    EXPECT_EQ(base.rfind("cohort:", 0), 0u);
+    EXPECT_TRUE(base.rfind("cohort:", 0) == 0 || base.rfind("llamacpp:", 0) == 0) << line;
     e.samples[name] = std::stod(line.substr(sp + 1));
   }
   return e;
@@ -82,6 +82,37 @@ TEST(Metrics, CountersAndGaugesParseBack) {
   EXPECT_EQ(e.samples.at("cohort:requests_blocked_by_phase"), 1);
   EXPECT_EQ(e.samples.at("cohort:cohort_size"), 2);
   EXPECT_EQ(e.samples.at("cohort:n_slots"), 4);
+}
+
+TEST(Metrics, LlamaServersNamesAndMeaningsBesideOurs) {
+  ServiceStats s = stats();
+  s.prompt_tokens_cached_total = 32;
+  s.prompt_seconds_total = 2.0;
+  s.prompt_tokens_timed = 500;
+  s.predicted_seconds_total = 4.0;
+  s.predicted_tokens_timed = 100;
+  s.n_decode_total = 40;
+  s.n_busy_slots_total = 90;
+  s.n_tokens_max = 777;
+  const Exposition e = parse(format_metrics(s));
+  EXPECT_EQ(e.types.at("llamacpp:prompt_tokens_total"), "counter");
+  EXPECT_EQ(e.samples.at("llamacpp:prompt_tokens_total"), 1234);
+  EXPECT_EQ(e.samples.at("llamacpp:prompt_tokens_cached_total"), 32);
+  EXPECT_EQ(e.samples.at("llamacpp:prompt_seconds_total"), 2.0);
+  EXPECT_EQ(e.samples.at("llamacpp:tokens_predicted_total"), 567);
+  EXPECT_EQ(e.samples.at("llamacpp:tokens_predicted_seconds_total"), 4.0);
+  EXPECT_EQ(e.samples.at("llamacpp:n_decode_total"), 40);
+  EXPECT_EQ(e.samples.at("llamacpp:n_tokens_max"), 777);
+  EXPECT_EQ(e.types.at("llamacpp:prompt_tokens_seconds"), "gauge");
+  EXPECT_EQ(e.samples.at("llamacpp:prompt_tokens_seconds"), 250);   // 500 tokens in 2 s
+  EXPECT_EQ(e.samples.at("llamacpp:predicted_tokens_seconds"), 25);  // 100 in 4 s
+  EXPECT_EQ(e.samples.at("llamacpp:requests_processing"), 2);
+  EXPECT_EQ(e.samples.at("llamacpp:requests_deferred"), 3);
+  EXPECT_EQ(e.samples.at("llamacpp:n_busy_slots_per_decode"), 2.25);
+  // nothing timed yet: rates are 0, not NaN
+  const Exposition empty = parse(format_metrics(ServiceStats{}));
+  EXPECT_EQ(empty.samples.at("llamacpp:prompt_tokens_seconds"), 0);
+  EXPECT_EQ(empty.samples.at("llamacpp:n_busy_slots_per_decode"), 0);
 }
 
 TEST(Metrics, PhaseGaugeMarksExactlyTheActivePhase) {

@@ -441,6 +441,30 @@ def _metric(url, name):
     raise AssertionError(f"{name} not in /metrics")
 
 
+def test_llama_server_metrics_count_what_requests_did(cohort_server):
+    m = lambda name: _metric(cohort_server, "llamacpp:" + name)  # noqa: E731
+    before = {k: m(k) for k in ("n_decode_total", "prompt_tokens_cached_total", "tokens_predicted_total",
+                                "prompt_seconds_total", "tokens_predicted_seconds_total")}
+    prompt = "The history of the river and the city, " * 6  # several whole KV blocks
+    for _ in range(2):
+        r = requests.post(cohort_server + COMPLETIONS, timeout=TIMEOUT,
+                          json={"prompt": prompt, "max_tokens": 5, "temperature": 0, "ignore_eos": True})
+        assert r.status_code == 200
+    usage = r.json()["usage"]
+    cached = usage["prompt_tokens_details"]["cached_tokens"]
+    assert cached > 0  # the second request reused the first one's blocks
+    assert m("prompt_tokens_cached_total") - before["prompt_tokens_cached_total"] == cached
+    assert m("tokens_predicted_total") - before["tokens_predicted_total"] == 10
+    assert m("tokens_predicted_total") == _metric(cohort_server, "cohort:tokens_predicted_total")
+    # two prefills and 2 x 4 decode steps at least (a prompt may take several steps)
+    assert m("n_decode_total") - before["n_decode_total"] >= 10
+    assert m("prompt_seconds_total") > before["prompt_seconds_total"]
+    assert m("tokens_predicted_seconds_total") > before["tokens_predicted_seconds_total"]
+    assert m("n_tokens_max") >= usage["prompt_tokens"] + 5
+    assert 1 <= m("n_busy_slots_per_decode") <= 2
+    assert m("predicted_tokens_seconds") > 0
+
+
 def _assert_request_left_its_slot(cohort_server, before):
     """The LONG request left its slot before generating all its tokens."""
     deadline = time.monotonic() + 10
