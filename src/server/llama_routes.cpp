@@ -1,5 +1,5 @@
 // llama-server's routes: /health, /tokenize, /detokenize, /apply-template,
-// /props, /slots, /metrics.
+// /completion (and /completions), /props, /slots, /metrics.
 #include <string>
 #include <vector>
 
@@ -7,6 +7,7 @@
 
 #include "server/api_reply.h"
 #include "server/chat_prompt.h"
+#include "server/llama_completion.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -178,6 +179,8 @@ void register_llama_routes(HttpServer& server, ServingState& state) {
   server.route("POST", "/tokenize", with_model(state, tokenize));
   server.route("POST", "/detokenize", with_model(state, detokenize));
   server.route("POST", "/apply-template", with_model(state, apply_template));
+  server.route("POST", "/completion", with_model(state, native_completion));
+  server.route("POST", "/completions", with_model(state, native_completion));
   server.route("GET", "/props", with_model(state, props));
   server.route("GET", "/slots", with_model(state, slots));
   server.route("GET", "/metrics", with_model(state, metrics));

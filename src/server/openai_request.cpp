@@ -194,14 +194,49 @@ std::vector<int32_t> read_completion_prompt(const Json& body, const PromptContex
   }
 }
 
+// The native `prompt`: a string, or an array of token ids and strings (each
+// string tokenized with parse_special, the first piece of the prompt with
+// add_special too, as llama-server's tokenize_mixed), or a one-element array
+// of either.
+std::vector<int32_t> read_native_prompt(const Json& body, const PromptContext& ctx) {
+  const auto it = body.find("prompt");
+  if (it == body.end() || it->is_null()) reject_field("prompt", "is required");
+  const Json* prompt = &*it;
+  if (prompt->is_array() && prompt->size() == 1 && ((*prompt)[0].is_array() || (*prompt)[0].is_string())) {
+    prompt = &(*prompt)[0];
+  }
+  if (!prompt->is_array()) return read_completion_prompt(body, ctx);
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < prompt->size(); ++i) {
+    const Json& part = (*prompt)[i];
+    if (part.is_string()) {
+      try {
+        const std::vector<int32_t> piece = ctx.tokenizer->encode(part.get<std::string>(), i == 0, true);
+        ids.insert(ids.end(), piece.begin(), piece.end());
+      } catch (const Error& e) {
+        throw RequestError(400, fmt::format("cannot tokenize the prompt: {}", e.what()), "prompt");
+      }
+    } else if (part.is_number_integer()) {
+      const std::vector<int32_t> one = read_token_ids(Json::array({part}), "prompt", ctx.tokenizer->n_vocab());
+      ids.push_back(one[0]);
+    } else {
+      reject_field("prompt", fmt::format("must hold token ids and strings; item {} is {}", i, json_type_name(part)));
+    }
+  }
+  return ids;
+}
+
 void check_prompt_fits(const std::vector<int32_t>& prompt, const PromptContext& ctx, const char* field) {
   if (prompt.empty()) reject_field(field, "gives an empty prompt (no tokens)");
   if (static_cast<int64_t>(prompt.size()) >= ctx.n_ctx) {
-    throw RequestError(400,
-                       fmt::format("This model's maximum context length is {} tokens, but '{}' resulted "
-                                   "in {} tokens; reduce its length",
-                                   ctx.n_ctx, field, prompt.size()),
-                       field, "context_length_exceeded");
+    RequestError e(400,
+                   fmt::format("This model's maximum context length is {} tokens, but '{}' resulted "
+                               "in {} tokens; reduce its length",
+                               ctx.n_ctx, field, prompt.size()),
+                   field, "context_length_exceeded");
+    e.n_prompt_tokens = static_cast<int>(prompt.size());
+    e.n_ctx = ctx.n_ctx;
+    throw e;
   }
 }
 
@@ -307,6 +342,20 @@ ParsedRequest parse_completion_request(std::string_view body_text, const PromptC
     p.generation.n_logprobs = static_cast<int>(*n);
   }
   p.generation.prompt = read_completion_prompt(body, ctx);
+  check_prompt_fits(p.generation.prompt, ctx, "prompt");
+  return p;
+}
+
+ParsedRequest parse_native_completion_request(std::string_view body_text, const PromptContext& ctx) {
+  const ParsedBody parsed(body_text);
+  const Json& body = parsed.json();
+  ParsedRequest p = read_common(body, ctx, Endpoint::completions);
+  if (auto n = read_int(body, "n_probs", 0, kMaxTopLogprobs); n && *n > 0) {
+    p.response.logprobs = true;
+    p.generation.n_logprobs = static_cast<int>(*n);
+  }
+  p.response.return_tokens = read_bool(body, "return_tokens").value_or(false);
+  p.generation.prompt = read_native_prompt(body, ctx);
   check_prompt_fits(p.generation.prompt, ctx, "prompt");
   return p;
 }

@@ -43,6 +43,7 @@ struct ResponseOptions {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
   bool logprobs = false;       // report log-probabilities (top-n: GenerationRequest::n_logprobs)
+  bool return_tokens = false;  // native /completion: "tokens" carries the generated ids
 };
 
 struct ParsedRequest {
@@ -105,6 +106,11 @@ class ParsedBody {
 
 ParsedRequest parse_completion_request(std::string_view body, const PromptContext& ctx);
 ParsedRequest parse_chat_request(std::string_view body, const PromptContext& ctx);
+// llama-server's native POST /completion: the fields the OpenAI routes share,
+// and `prompt` a string, token ids, or a mix of strings and ids (one
+// prompt); `n_probs` 0..kMaxTopLogprobs (> 0: the chosen token and its top
+// n_probs alternatives); `return_tokens`.
+ParsedRequest parse_native_completion_request(std::string_view body, const PromptContext& ctx);
 
 // Token ids from a JSON array (`field` names it in errors), each checked to
 // be inside the vocabulary of `n_vocab` tokens.

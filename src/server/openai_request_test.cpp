@@ -138,6 +138,24 @@ TEST_F(OpenAIRequest, PromptFormsOfLlamaServer) {
             0);
 }
 
+TEST_F(OpenAIRequest, NativeCompletionTakesMixedPromptsNProbsAndReturnTokens) {
+  const ParsedRequest mixed =
+      parse_native_completion_request(R"({"prompt": ["hi", 7, "<|im_end|>"], "n_probs": 3, "return_tokens": true})",
+                                      ctx_);
+  EXPECT_EQ(mixed.generation.prompt, (std::vector<int32_t>{'h', 'i', 7, testing::kImEnd}));
+  EXPECT_EQ(mixed.generation.n_logprobs, 3);
+  EXPECT_TRUE(mixed.response.logprobs);
+  EXPECT_TRUE(mixed.response.return_tokens);
+  const ParsedRequest plain = parse_native_completion_request(R"({"prompt": "ab", "n_predict": 5})", ctx_);
+  EXPECT_EQ(plain.generation.prompt, (std::vector<int32_t>{'a', 'b'}));
+  EXPECT_EQ(plain.generation.max_tokens, 5);
+  EXPECT_FALSE(plain.response.logprobs);
+  EXPECT_EQ(plain.generation.n_logprobs, -1);
+  for (const char* bad : {R"({"prompt": [1, {}]})", R"({"prompt": "a", "n_probs": 21})", R"({})"}) {
+    EXPECT_THROW(parse_native_completion_request(bad, ctx_), RequestError) << bad;
+  }
+}
+
 TEST_F(OpenAIRequest, ChatRendersWithChatMLFallbackAndSpecialTokens) {
   const ParsedRequest p = parse(Endpoint::chat, R"({"messages": [
       {"role": "developer", "content": "s"},

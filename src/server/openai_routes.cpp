@@ -58,10 +58,11 @@ void list_models(Exchange& exchange, const ServedModel& model) {
 }  // namespace
 
 void register_openai_routes(HttpServer& server, ServingState& state) {
+  // POST /completions without /v1 is llama-server's native route (llama_routes.cpp).
+  server.route("POST", "/v1/completions", with_model(state, [](Exchange& e, ServedModel& m) {
+                 generate(e, m, Endpoint::completions);
+               }));
   for (const std::string prefix : {"/v1", ""}) {
-    server.route("POST", prefix + "/completions", with_model(state, [](Exchange& e, ServedModel& m) {
-                   generate(e, m, Endpoint::completions);
-                 }));
     server.route("POST", prefix + "/chat/completions", with_model(state, [](Exchange& e, ServedModel& m) {
                    generate(e, m, Endpoint::chat);
                  }));

@@ -20,6 +20,10 @@ class RequestError : public std::runtime_error {
   int status;          // 400, 404, 413, ...
   std::string param;   // the request field at fault, "" for none
   std::string code;    // OpenAI's machine-readable code ("context_length_exceeded"), "" for none
+  // With code "context_length_exceeded": the prompt's tokens and the context
+  // (llama-server's native routes report both).
+  int n_prompt_tokens = 0;
+  int n_ctx = 0;
 };
 
 }  // namespace cohort::server

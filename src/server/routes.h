@@ -1,9 +1,10 @@
 // The server's API, registered on an HttpServer:
 //
 //   OpenAI:    POST /v1/completions, POST /v1/chat/completions, GET /v1/models
-//              (also without the /v1 prefix, as llama-server accepts them)
+//              (the last two also without the /v1 prefix, as llama-server)
 //   llama.cpp: GET /health, POST /tokenize, POST /detokenize,
-//              POST /apply-template, GET /props,
+//              POST /apply-template, POST /completion and /completions
+//              (native form, see llama_completion.h), GET /props,
 //              GET /slots (501 with --no-slots), GET /metrics (always on; llama-server needs
 //              --metrics, which `cohort serve` accepts and ignores)
 //

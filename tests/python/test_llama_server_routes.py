@@ -1,7 +1,11 @@
 """`cohort serve` as a drop-in for llama-server: its command-line flags start
 cohort (those that name what cohort always does are accepted and change
 nothing), --no-slots turns /slots off as llama-server does, and
---chat-template / --chat-template-file replace the model's template."""
+--chat-template / --chat-template-file replace the model's template;
+/apply-template renders as the chat route does, and the native /completion
+route answers in llama-server's form, whole and streamed."""
+import json
+
 import pytest
 import requests
 
@@ -109,3 +113,122 @@ def test_apply_template_checks_messages_as_chat_does(cohort_server, body, param)
     r = requests.post(cohort_server + "/apply-template", json=body, timeout=TIMEOUT)
     assert r.status_code == 400, r.text
     assert r.json()["error"]["param"] == param
+
+
+TIMING_KEYS = {"prompt_n", "prompt_ms", "prompt_per_token_ms", "prompt_per_second", "predicted_n", "predicted_ms",
+               "predicted_per_token_ms", "predicted_per_second"}
+
+
+def _complete(url, path="/completion", **body):
+    r = requests.post(url + path, json={"prompt": "Once upon a time", "temperature": 0, **body}, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+@pytest.mark.parametrize("path", ["/completion", "/completions"])
+def test_native_completion_fields(cohort_server, path):
+    out = _complete(cohort_server, path, n_predict=5, return_tokens=True, seed=7, top_k=20, top_p=0.9, min_p=0.05)
+    assert out["stop"] is True and out["truncated"] is False
+    assert out["stop_type"] in ("limit", "eos")
+    assert out["tokens_predicted"] == len(out["tokens"]) <= 5
+    assert out["tokens_evaluated"] == _n_tokens(cohort_server, "Once upon a time")
+    assert isinstance(out["content"], str) and isinstance(out["id_slot"], int)
+    assert out["model"] and out["prompt"].endswith("Once upon a time")
+    s = out["generation_settings"]
+    assert s["n_predict"] == 5 and s["seed"] == 7 and s["top_k"] == 20 and s["temperature"] == 0
+    assert s["top_p"] == pytest.approx(0.9) and s["min_p"] == pytest.approx(0.05)
+    assert TIMING_KEYS <= out["timings"].keys()
+    assert out["timings"]["predicted_n"] == out["tokens_predicted"]
+    assert "completion_probabilities" not in out
+    # The ids decode to the content.
+    text = requests.post(cohort_server + "/detokenize", json={"tokens": out["tokens"]}, timeout=TIMEOUT).json()
+    assert text["content"] == out["content"]
+
+
+def test_native_completion_stop_types(cohort_server):
+    limit = _complete(cohort_server, n_predict=8, ignore_eos=True)
+    assert limit["stop_type"] == "limit" and limit["tokens_predicted"] == 8
+    # A stop string taken from the greedy answer itself ends it there.
+    word = limit["content"].strip().split()[-1] if limit["content"].strip() else None
+    if word:
+        stopped = _complete(cohort_server, n_predict=8, ignore_eos=True, stop=[word, "zzzq"])
+        assert stopped["stop_type"] == "word" and stopped["stopping_word"] == word
+        assert word not in stopped["content"]
+    # The end-of-generation token, forced by logit_bias.
+    eos = requests.get(cohort_server + "/props", timeout=TIMEOUT).json()["eos_token"]
+    eos_id = requests.post(cohort_server + "/tokenize", json={"content": eos}, timeout=TIMEOUT).json()["tokens"]
+    if len(eos_id) == 1:
+        out = _complete(cohort_server, n_predict=8, logit_bias=[[eos_id[0], 100]])
+        assert out["stop_type"] == "eos" and out["content"] == ""
+
+
+def test_native_prompt_as_ids_and_mixed(cohort_server):
+    ids = requests.post(cohort_server + "/tokenize", json={"content": "Once upon a time", "add_special": True},
+                        timeout=TIMEOUT).json()["tokens"]
+    by_text = _complete(cohort_server, n_predict=4, ignore_eos=True)
+    by_ids = _complete(cohort_server, n_predict=4, ignore_eos=True, prompt=ids)
+    assert by_ids["content"] == by_text["content"]
+    tail = requests.post(cohort_server + "/tokenize", json={"content": " time"}, timeout=TIMEOUT).json()["tokens"]
+    mixed = _complete(cohort_server, n_predict=4, ignore_eos=True, prompt=["Once upon a", *tail])
+    assert mixed["tokens_evaluated"] == _n_tokens(cohort_server, "Once upon a") + len(tail)
+
+
+def test_native_n_probs(cohort_server):
+    out = _complete(cohort_server, n_predict=3, n_probs=4, ignore_eos=True, return_tokens=True)
+    probs = out["completion_probabilities"]
+    assert len(probs) == 3
+    for p, tok in zip(probs, out["tokens"]):
+        assert p["id"] == tok and p["logprob"] <= 0 and isinstance(p["bytes"], list)
+        assert len(p["top_logprobs"]) == 4
+        assert {"id", "token", "bytes", "logprob"} <= p["top_logprobs"][0].keys()
+        assert p["top_logprobs"][0]["id"] == tok  # greedy: the chosen token is the likeliest
+
+
+def _sse(r):
+    chunks = []
+    for line in r.iter_lines(decode_unicode=True):
+        if line:
+            assert line.startswith("data: ") and line != "data: [DONE]"
+            chunks.append(json.loads(line[len("data: "):]))
+    return chunks
+
+
+def test_native_completion_streamed(cohort_server):
+    whole = _complete(cohort_server, n_predict=6, ignore_eos=True)
+    with requests.post(cohort_server + "/completion", json={"prompt": "Once upon a time", "temperature": 0,
+                                                            "n_predict": 6, "ignore_eos": True, "stream": True,
+                                                            "n_probs": 2, "return_tokens": True},
+                       stream=True, timeout=TIMEOUT) as r:
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+        chunks = _sse(r)
+    *parts, last = chunks
+    assert parts and all(c["stop"] is False for c in parts)
+    assert "".join(c["content"] for c in parts) == whole["content"]
+    assert sum(len(c["tokens"]) for c in parts) == 6
+    assert all(len(c["completion_probabilities"]) == len(c["tokens"]) for c in parts)
+    assert last["stop"] is True and last["stop_type"] == "limit" and last["tokens_predicted"] == 6
+    assert TIMING_KEYS <= last["timings"].keys() and "generation_settings" in last
+    assert last["content"] == ""
+
+
+def test_v1_completions_stays_openai(cohort_server):
+    r = requests.post(cohort_server + "/v1/completions", json={"prompt": "Hi", "max_tokens": 2}, timeout=TIMEOUT)
+    assert r.status_code == 200 and r.json()["object"] == "text_completion"
+
+
+@pytest.mark.parametrize("body, param", [({}, "prompt"), ({"prompt": [1, {}]}, "prompt"),
+                                         ({"prompt": "x", "n_probs": 99}, "n_probs"),
+                                         ({"prompt": "x", "n_predict": 0}, "n_predict")])
+def test_native_completion_bad_fields(cohort_server, body, param):
+    r = requests.post(cohort_server + "/completion", json=body, timeout=TIMEOUT)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["param"] == param
+
+
+def test_native_prompt_over_the_context(cohort_server):
+    n_ctx = requests.get(cohort_server + "/props", timeout=TIMEOUT).json()["default_generation_settings"]["n_ctx"]
+    r = requests.post(cohort_server + "/completion", json={"prompt": [1] * (n_ctx + 5)}, timeout=TIMEOUT)
+    assert r.status_code == 400
+    err = r.json()["error"]
+    assert err["type"] == "exceed_context_size_error"
+    assert err["n_prompt_tokens"] == n_ctx + 5 and err["n_ctx"] == n_ctx

@@ -1,0 +1,270 @@
+#include "server/llama_completion.h"
+
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "server/api_reply.h"
+#include "server/completion_session.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "server/sse.h"
+#include "tokenizer/utf8.h"
+
+namespace cohort::server {
+namespace {
+
+// What every chunk of one answer needs.
+struct NativeAnswer {
+  const ServedModel& model;
+  const ParsedRequest& request;
+  int id_slot = -1;          // the slot that ran it, -1 if it was not seen in one
+  int n_prompt = 0;
+  int n_predicted = 0;       // tokens generated so far
+};
+
+std::string piece(const tokenizer::Tokenizer& tok, int32_t id) {
+  try {
+    return tok.token_to_piece(id, true);
+  } catch (const Error&) {
+    return std::string();  // an id the engine should never produce
+  }
+}
+
+// Text of `s` up to its longest valid UTF-8 prefix.
+std::string valid_prefix(std::string s) {
+  while (!s.empty() && !tokenizer::is_valid_utf8(s)) s.pop_back();
+  return s;
+}
+
+Json bytes_of(const std::string& s) {
+  Json a = Json::array();
+  for (char c : s) a.push_back(static_cast<unsigned char>(c));
+  return a;
+}
+
+// llama-server prints a log-probability of -inf as the lowest float (JSON has no -inf).
+double printable(float lp) {
+  return lp == -std::numeric_limits<float>::infinity() ? std::numeric_limits<float>::lowest() : lp;
+}
+
+Json probability_entry(const tokenizer::Tokenizer& tok, int32_t id, float logprob) {
+  const std::string text = piece(tok, id);
+  return {{"id", id}, {"token", valid_prefix(text)}, {"bytes", bytes_of(text)}, {"logprob", printable(logprob)}};
+}
+
+Json completion_probabilities(const tokenizer::Tokenizer& tok, const std::vector<GeneratedToken>& tokens) {
+  Json out = Json::array();
+  for (const GeneratedToken& t : tokens) {
+    Json entry = probability_entry(tok, t.id, t.logprob);
+    Json top = Json::array();
+    for (const engine::TokenLogprob& alt : t.top) top.push_back(probability_entry(tok, alt.token, alt.logprob));
+    entry["top_logprobs"] = std::move(top);
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+Json token_ids(const std::vector<GeneratedToken>& tokens, bool wanted) {
+  Json ids = Json::array();
+  if (!wanted) return ids;
+  for (const GeneratedToken& t : tokens) ids.push_back(t.id);
+  return ids;
+}
+
+const char* stop_type(engine::FinishReason reason) {
+  switch (reason) {
+    case engine::FinishReason::eog: return "eos";
+    case engine::FinishReason::length: return "limit";
+    case engine::FinishReason::stop: return "word";
+    default: return "none";
+  }
+}
+
+// The stop string that ended generation: the text of the generated ids goes
+// on past the content with it (the engine withholds it from the content).
+std::string stopping_word(const tokenizer::Tokenizer& tok, const std::vector<GeneratedToken>& tokens,
+                          const std::string& content, const std::vector<std::string>& stop) {
+  std::string raw;
+  for (const GeneratedToken& t : tokens) raw += piece(tok, t.id);
+  const std::string tail = raw.starts_with(content) ? raw.substr(content.size()) : raw;
+  size_t best = std::string::npos;
+  std::string word;
+  for (const std::string& s : stop) {
+    const size_t at = tail.find(s);
+    if (at < best) best = at, word = s;
+  }
+  return word;
+}
+
+Json generation_settings(const NativeAnswer& a) {
+  const GenerationRequest& g = a.request.generation;
+  const engine::SamplingParams& p = g.sampling;
+  return {{"n_predict", g.max_tokens},       {"max_tokens", g.max_tokens},
+          {"seed", p.seed},                  {"temperature", p.temp},
+          {"top_k", p.top_k},                {"top_p", p.top_p},
+          {"min_p", p.min_p},                {"repeat_last_n", p.repeat_last_n},
+          {"repeat_penalty", p.repeat_penalty}, {"presence_penalty", p.presence_penalty},
+          {"frequency_penalty", p.frequency_penalty}, {"ignore_eos", g.ignore_eos},
+          {"stream", a.request.response.stream}, {"n_probs", std::max(g.n_logprobs, 0)},
+          {"stop", g.stop},                  {"cache_prompt", g.cache_prompt},
+          {"n_ctx", a.model.service->n_ctx()}};
+}
+
+Json native_timings(const Usage& u) {
+  const int prompt_n = u.prompt_tokens - u.cached_tokens;
+  auto per_token = [](int n, double ms) { return n > 0 ? ms / n : 0.0; };
+  auto per_second = [](int n, double ms) { return ms > 0 ? 1e3 * n / ms : 0.0; };
+  return {{"cache_n", u.cached_tokens},
+          {"prompt_n", prompt_n},
+          {"prompt_ms", u.prompt_ms},
+          {"prompt_per_token_ms", per_token(prompt_n, u.prompt_ms)},
+          {"prompt_per_second", per_second(prompt_n, u.prompt_ms)},
+          {"predicted_n", u.completion_tokens},
+          {"predicted_ms", u.generation_ms},
+          {"predicted_per_token_ms", per_token(u.completion_tokens, u.generation_ms)},
+          {"predicted_per_second", per_second(u.completion_tokens, u.generation_ms)}};
+}
+
+std::string prompt_text(const tokenizer::Tokenizer& tok, const std::vector<int32_t>& ids) {
+  std::string text;
+  for (int32_t id : ids) text += piece(tok, id);
+  return text;
+}
+
+// A streamed chunk of `tokens`.
+Json partial_json(const NativeAnswer& a, const std::vector<GeneratedToken>& tokens) {
+  std::string content;
+  for (const GeneratedToken& t : tokens) content += t.text;
+  Json out = {{"index", 0},
+              {"content", content},
+              {"tokens", token_ids(tokens, a.request.response.return_tokens)},
+              {"stop", false},
+              {"id_slot", a.id_slot},
+              {"tokens_predicted", a.n_predicted},
+              {"tokens_evaluated", a.n_prompt}};
+  if (a.request.response.logprobs) {
+    out["completion_probabilities"] = completion_probabilities(a.model.tokenizer, tokens);
+  }
+  return out;
+}
+
+// The whole answer (streamed: its last chunk, `shown` empty).
+Json final_json(const NativeAnswer& a, const std::vector<GeneratedToken>& all, const std::vector<GeneratedToken>& shown,
+                engine::FinishReason reason, const Usage& usage) {
+  std::string content;
+  for (const GeneratedToken& t : shown) content += t.text;
+  std::string generated;
+  for (const GeneratedToken& t : all) generated += t.text;
+  const tokenizer::Tokenizer& tok = a.model.tokenizer;
+  Json out = {{"index", 0},
+              {"content", content},
+              {"tokens", token_ids(shown, a.request.response.return_tokens)},
+              {"id_slot", a.id_slot},
+              {"stop", true},
+              {"model", a.model.id},
+              {"tokens_predicted", usage.completion_tokens},
+              {"tokens_evaluated", usage.prompt_tokens},
+              {"generation_settings", generation_settings(a)},
+              {"prompt", prompt_text(tok, a.request.generation.prompt)},
+              {"has_new_line", generated.find('\n') != std::string::npos},
+              {"truncated", false},
+              {"stop_type", stop_type(reason)},
+              {"stopping_word", reason == engine::FinishReason::stop
+                                    ? stopping_word(tok, all, generated, a.request.generation.stop)
+                                    : std::string()},
+              {"tokens_cached", usage.prompt_tokens + usage.completion_tokens},
+              {"timings", native_timings(usage)}};
+  if (a.request.response.logprobs && !a.request.response.stream) {
+    out["completion_probabilities"] = completion_probabilities(tok, shown);
+  }
+  return out;
+}
+
+// The slot running request `id`, or -1.
+int slot_of(const ServedModel& model, uint64_t id) {
+  for (const ServiceStats::Slot& s : model.service->stats().slots) {
+    if (s.busy && s.request == id) return s.id;
+  }
+  return -1;
+}
+
+// The next event, or nullopt once the client is gone (the request is then cancelled).
+std::optional<GenerationEvent> next_event(Exchange& exchange, RequestHandle& handle) {
+  for (;;) {
+    if (exchange.client_gone()) {
+      handle.cancel();
+      return std::nullopt;
+    }
+    if (std::optional<GenerationEvent> e = handle.next(kClientPoll)) return e;
+  }
+}
+
+void answer(Exchange& exchange, RequestHandle& handle, NativeAnswer& a) {
+  const bool stream = a.request.response.stream;
+  if (stream && !exchange.begin_stream(200, "text/event-stream")) {
+    handle.cancel();
+    return;
+  }
+  std::vector<GeneratedToken> all;
+  for (bool first = true;; first = false) {
+    std::optional<GenerationEvent> e = next_event(exchange, handle);
+    if (!e) return;
+    if (first) a.id_slot = slot_of(a.model, handle.id());
+    a.n_predicted += static_cast<int>(e->tokens.size());
+    if (stream && !e->tokens.empty() && !exchange.write(sse_json(partial_json(a, e->tokens)))) {
+      handle.cancel();
+      return;
+    }
+    for (GeneratedToken& t : e->tokens) all.push_back(std::move(t));
+    if (!e->done) continue;
+    if (!e->error.empty()) {
+      fmt::print(stderr, "error: request {}: {}\n", handle.id(), e->error);
+      if (stream) {
+        exchange.write(sse_json(error_json(e->error, error_type(500))));
+      } else {
+        reply_error(exchange, 500, e->error);
+      }
+      return;
+    }
+    if (stream) {
+      exchange.write(sse_json(final_json(a, all, {}, e->finish, e->usage)));
+      exchange.end_stream();
+    } else {
+      reply_json(exchange, 200, final_json(a, all, all, e->finish, e->usage));
+    }
+    return;
+  }
+}
+
+}  // namespace
+
+void native_completion(Exchange& exchange, ServedModel& model) {
+  std::optional<ParsedRequest> maybe;
+  try {
+    maybe = parse_native_completion_request(exchange.request().body, model.prompt_context());
+  } catch (const RequestError& e) {
+    if (e.code != "context_length_exceeded") throw;
+    // llama-server's answer, with its numbers as fields.
+    reply_json(exchange, 400,
+               Json{{"error",
+                     {{"code", 400},
+                      {"message", fmt::format("request ({} tokens) exceeds the available context size ({} tokens), "
+                                              "try increasing it", e.n_prompt_tokens, e.n_ctx)},
+                      {"type", "exceed_context_size_error"},
+                      {"n_prompt_tokens", e.n_prompt_tokens},
+                      {"n_ctx", e.n_ctx}}}});
+    return;
+  }
+  const ParsedRequest& parsed = *maybe;
+  NativeAnswer a{model, parsed};
+  a.n_prompt = static_cast<int>(parsed.generation.prompt.size());
+  std::shared_ptr<RequestHandle> handle = model.service->submit(parsed.generation);
+  answer(exchange, *handle, a);
+}
+
+}  // namespace cohort::server
