@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "comm/p2p_protocol.h"
 
 namespace cohort::cuda {
 namespace {
@@ -18,10 +19,10 @@ __global__ void __launch_bounds__(kThreads) p2p_all_reduce_kernel(P2pPeers peers
                                                                    __nv_bfloat16* x, int64_t n, int64_t per_block) {
   const int b = blockIdx.x;
   __shared__ uint32_t token;
-  if (threadIdx.x == 0) token = counters[0] + 1;
+  if (threadIdx.x == 0) token = comm::p2p_next_token(counters[0]);
   __syncthreads();
   const uint32_t k = token;
-  const int slot = static_cast<int>(k & 1u);
+  const int slot = comm::p2p_slot(k);
   const int64_t begin = b * per_block, end = min(n, begin + per_block);
   const int R = peers.n_ranks;
   const int64_t cap = peers.capacity;
@@ -42,7 +43,7 @@ __global__ void __launch_bounds__(kThreads) p2p_all_reduce_kernel(P2pPeers peers
   // 2. Every rank's token for this block in my flags.
   if (threadIdx.x < R) {
     const uint32_t* f = peers.flags[rank] + (slot * R + threadIdx.x) * kP2pMaxBlocks + b;
-    while (load_volatile(f) != k) {
+    while (!comm::p2p_announces(load_volatile(f), k)) {
     }
     __threadfence_system();
   }

@@ -12,7 +12,9 @@
 // for call k only after its own call k - 1 saw the peer's token k - 1, which
 // the peer raised after its call k - 2, the last reader of that slot, had
 // finished (stream order). Two slots are enough, whatever the sizes of
-// consecutive calls (their blocks cut the buffer differently).
+// consecutive calls (their blocks cut the buffer differently). The token
+// arithmetic lives in comm/p2p_protocol.h, where a CPU simulation of the
+// protocol checks it across the wrap at 2^32.
 //
 // All pointers are device memory (a peer's, on another GPU, needs peer
 // access); several ranks may share one GPU. Enqueued on `stream`; nothing is

@@ -7,6 +7,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/group_state.h"
 #include "backend/cuda/rank_fence.h"
+#include "comm/p2p_protocol.h"
 #include "common/error.h"
 
 namespace cohort::cuda {
@@ -84,7 +85,7 @@ void P2pCommunicator::set_history(uint32_t last) {
   const int n = world_size();
   std::vector<uint32_t> counters{last, 0}, flags(flags_.size());
   for (int slot = 0; slot < 2; ++slot) {
-    const uint32_t token = (last & 1u) == static_cast<uint32_t>(slot) ? last : last - 1;
+    const uint32_t token = comm::p2p_history_flag(last, slot);
     for (int s = 0; s < n; ++s) {
       for (int b = 0; b < kP2pMaxBlocks; ++b) flags[static_cast<size_t>((slot * n + s) * kP2pMaxBlocks + b)] = token;
     }
