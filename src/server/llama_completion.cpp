@@ -1,5 +1,7 @@
 #include "server/llama_completion.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <string>
@@ -52,18 +54,28 @@ double printable(float lp) {
   return lp == -std::numeric_limits<float>::infinity() ? std::numeric_limits<float>::lowest() : lp;
 }
 
-Json probability_entry(const tokenizer::Tokenizer& tok, int32_t id, float logprob) {
+// post_sampling_probs: "prob" (e^logprob) instead of "logprob".
+Json probability_entry(const tokenizer::Tokenizer& tok, int32_t id, float logprob, bool probs) {
   const std::string text = piece(tok, id);
-  return {{"id", id}, {"token", valid_prefix(text)}, {"bytes", bytes_of(text)}, {"logprob", printable(logprob)}};
+  Json entry = {{"id", id}, {"token", valid_prefix(text)}, {"bytes", bytes_of(text)}};
+  if (probs) {
+    entry["prob"] = std::exp(static_cast<double>(logprob));
+  } else {
+    entry["logprob"] = printable(logprob);
+  }
+  return entry;
 }
 
-Json completion_probabilities(const tokenizer::Tokenizer& tok, const std::vector<GeneratedToken>& tokens) {
+Json completion_probabilities(const tokenizer::Tokenizer& tok, const std::vector<GeneratedToken>& tokens,
+                              bool probs) {
   Json out = Json::array();
   for (const GeneratedToken& t : tokens) {
-    Json entry = probability_entry(tok, t.id, t.logprob);
+    Json entry = probability_entry(tok, t.id, t.logprob, probs);
     Json top = Json::array();
-    for (const engine::TokenLogprob& alt : t.top) top.push_back(probability_entry(tok, alt.token, alt.logprob));
-    entry["top_logprobs"] = std::move(top);
+    for (const engine::TokenLogprob& alt : t.top) {
+      top.push_back(probability_entry(tok, alt.token, alt.logprob, probs));
+    }
+    entry[probs ? "top_probs" : "top_logprobs"] = std::move(top);
     out.push_back(std::move(entry));
   }
   return out;
@@ -148,9 +160,28 @@ Json partial_json(const NativeAnswer& a, const std::vector<GeneratedToken>& toke
               {"tokens_predicted", a.n_predicted},
               {"tokens_evaluated", a.n_prompt}};
   if (a.request.response.logprobs) {
-    out["completion_probabilities"] = completion_probabilities(a.model.tokenizer, tokens);
+    out["completion_probabilities"] =
+        completion_probabilities(a.model.tokenizer, tokens, a.request.response.post_sampling_probs);
   }
   return out;
+}
+
+// `response_fields`: only the fields at these paths ("a/b" is out["a"]["b"]),
+// keyed by the path, as llama-server; an empty list keeps every field.
+Json only_fields(const Json& out, const std::vector<std::string>& paths) {
+  if (paths.empty()) return out;
+  Json kept = Json::object();
+  for (const std::string& path : paths) {
+    const Json* at = &out;
+    for (size_t begin = 0; at != nullptr && begin <= path.size();) {
+      const size_t end = std::min(path.find('/', begin), path.size());
+      const auto it = at->is_object() ? at->find(path.substr(begin, end - begin)) : at->end();
+      at = at->is_object() && it != at->end() ? &*it : nullptr;
+      begin = end + 1;
+    }
+    if (at != nullptr) kept[path] = *at;
+  }
+  return kept;
 }
 
 // The whole answer (streamed: its last chunk, `shown` empty).
@@ -180,9 +211,9 @@ Json final_json(const NativeAnswer& a, const std::vector<GeneratedToken>& all, c
               {"tokens_cached", usage.prompt_tokens + usage.completion_tokens},
               {"timings", native_timings(usage)}};
   if (a.request.response.logprobs && !a.request.response.stream) {
-    out["completion_probabilities"] = completion_probabilities(tok, shown);
+    out["completion_probabilities"] = completion_probabilities(tok, shown, a.request.response.post_sampling_probs);
   }
-  return out;
+  return only_fields(out, a.request.response.response_fields);
 }
 
 // The slot running request `id`, or -1.

@@ -7,7 +7,12 @@
 // "generation_settings" (the sampling values used), "prompt" (its text),
 // "has_new_line", "truncated": false, "stop_type" ("eos", "limit", "word",
 // "none"), "stopping_word", "tokens_cached", "timings", and
-// "completion_probabilities" when n_probs > 0}.
+// "completion_probabilities" when n_probs > 0 (with post_sampling_probs:
+// "prob" and "top_probs" instead of "logprob" and "top_logprobs"; unlike
+// llama-server's, these are the model's probabilities before the sampling
+// chain, not renormalised after top-k/top-p)}; with
+// response_fields, only the fields at those paths ("generation_settings/
+// n_predict"), keyed by the path.
 // Streamed: SSE "data: {...}" chunks of {"index", "content", "tokens",
 // "stop": false, "id_slot", "tokens_predicted", "tokens_evaluated"} (with
 // "completion_probabilities" for their tokens), then the whole answer's

@@ -355,6 +355,14 @@ ParsedRequest parse_native_completion_request(std::string_view body_text, const 
     p.generation.n_logprobs = static_cast<int>(*n);
   }
   p.response.return_tokens = read_bool(body, "return_tokens").value_or(false);
+  p.response.post_sampling_probs = read_bool(body, "post_sampling_probs").value_or(false);
+  if (const auto it = body.find("response_fields"); it != body.end() && !it->is_null()) {
+    if (!it->is_array()) reject_field("response_fields", "must be an array of strings");
+    for (const Json& f : *it) {
+      if (!f.is_string()) reject_field("response_fields", "must be an array of strings");
+      p.response.response_fields.push_back(f.get<std::string>());
+    }
+  }
   p.generation.prompt = read_native_prompt(body, ctx);
   check_prompt_fits(p.generation.prompt, ctx, "prompt");
   return p;

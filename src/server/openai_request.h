@@ -44,6 +44,8 @@ struct ResponseOptions {
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
   bool logprobs = false;       // report log-probabilities (top-n: GenerationRequest::n_logprobs)
   bool return_tokens = false;  // native /completion: "tokens" carries the generated ids
+  bool post_sampling_probs = false;          // native: probabilities ("prob", "top_probs"), not logprobs
+  std::vector<std::string> response_fields;  // native: only these fields ("a/b": nested) in the answer
 };
 
 struct ParsedRequest {
@@ -109,7 +111,8 @@ ParsedRequest parse_chat_request(std::string_view body, const PromptContext& ctx
 // llama-server's native POST /completion: the fields the OpenAI routes share,
 // and `prompt` a string, token ids, or a mix of strings and ids (one
 // prompt); `n_probs` 0..kMaxTopLogprobs (> 0: the chosen token and its top
-// n_probs alternatives); `return_tokens`.
+// n_probs alternatives); `return_tokens`; `post_sampling_probs`;
+// `response_fields` (an array of field paths).
 ParsedRequest parse_native_completion_request(std::string_view body, const PromptContext& ctx);
 
 // Token ids from a JSON array (`field` names it in errors), each checked to

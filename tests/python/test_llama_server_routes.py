@@ -232,3 +232,13 @@ def test_native_prompt_over_the_context(cohort_server):
     err = r.json()["error"]
     assert err["type"] == "exceed_context_size_error"
     assert err["n_prompt_tokens"] == n_ctx + 5 and err["n_ctx"] == n_ctx
+
+
+def test_native_response_fields_and_post_sampling_probs(cohort_server):
+    out = _complete(cohort_server, n_predict=3, response_fields=["content", "generation_settings/n_predict", "nope"])
+    assert set(out) == {"content", "generation_settings/n_predict"}
+    assert out["generation_settings/n_predict"] == 3
+    probs = _complete(cohort_server, n_predict=2, n_probs=3, post_sampling_probs=True)["completion_probabilities"]
+    for p in probs:
+        assert 0 <= p["prob"] <= 1 and "logprob" not in p
+        assert len(p["top_probs"]) == 3 and all(0 <= t["prob"] <= 1 for t in p["top_probs"])
