@@ -45,6 +45,8 @@ class TokenStream {
   FinishReason reason() const { return stop_.reason(); }
   int n_generated() const { return stop_.n_generated(); }
   int32_t last_token() const { return last_token_; }
+  // The stop string that ended the stream, or "".
+  const std::string& matched_stop() const { return stop_.matched_stop(); }
   // Ends the stream from outside: the text held back so far, released.
   std::string flush() { return stop_.finished() ? std::string() : stop_.flush(); }
 

@@ -303,6 +303,7 @@ void EngineLoop::finish(SlotState& s, engine::FinishReason reason, const std::st
   ev.done = true;
   ev.finish = reason;
   ev.error = error;
+  ev.stop_word = s.stream.matched_stop();
   std::string rest = s.stream.flush();
   if (!rest.empty()) {
     GeneratedToken t;

@@ -56,6 +56,7 @@ struct GenerationEvent {
   bool done = false;
   engine::FinishReason finish = engine::FinishReason::none;  // when done
   std::string error;                  // when done and the request failed (engine-side)
+  std::string stop_word;              // when done by a stop string: the one that matched
   Usage usage;                        // filled when done
 };
 

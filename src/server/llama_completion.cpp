@@ -97,22 +97,6 @@ const char* stop_type(engine::FinishReason reason) {
   }
 }
 
-// The stop string that ended generation: the text of the generated ids goes
-// on past the content with it (the engine withholds it from the content).
-std::string stopping_word(const tokenizer::Tokenizer& tok, const std::vector<GeneratedToken>& tokens,
-                          const std::string& content, const std::vector<std::string>& stop) {
-  std::string raw;
-  for (const GeneratedToken& t : tokens) raw += piece(tok, t.id);
-  const std::string tail = raw.starts_with(content) ? raw.substr(content.size()) : raw;
-  size_t best = std::string::npos;
-  std::string word;
-  for (const std::string& s : stop) {
-    const size_t at = tail.find(s);
-    if (at < best) best = at, word = s;
-  }
-  return word;
-}
-
 Json generation_settings(const NativeAnswer& a) {
   const GenerationRequest& g = a.request.generation;
   const engine::SamplingParams& p = g.sampling;
@@ -185,8 +169,9 @@ Json only_fields(const Json& out, const std::vector<std::string>& paths) {
 }
 
 // The whole answer (streamed: its last chunk, `shown` empty).
-Json final_json(const NativeAnswer& a, const std::vector<GeneratedToken>& all, const std::vector<GeneratedToken>& shown,
-                engine::FinishReason reason, const Usage& usage) {
+Json final_json(const NativeAnswer& a, const std::vector<GeneratedToken>& all,
+                const std::vector<GeneratedToken>& shown, const GenerationEvent& end) {
+  const Usage& usage = end.usage;
   std::string content;
   for (const GeneratedToken& t : shown) content += t.text;
   std::string generated;
@@ -204,10 +189,8 @@ Json final_json(const NativeAnswer& a, const std::vector<GeneratedToken>& all, c
               {"prompt", prompt_text(tok, a.request.generation.prompt)},
               {"has_new_line", generated.find('\n') != std::string::npos},
               {"truncated", false},
-              {"stop_type", stop_type(reason)},
-              {"stopping_word", reason == engine::FinishReason::stop
-                                    ? stopping_word(tok, all, generated, a.request.generation.stop)
-                                    : std::string()},
+              {"stop_type", stop_type(end.finish)},
+              {"stopping_word", end.stop_word},
               {"tokens_cached", usage.prompt_tokens + usage.completion_tokens},
               {"timings", native_timings(usage)}};
   if (a.request.response.logprobs && !a.request.response.stream) {
@@ -263,10 +246,10 @@ void answer(Exchange& exchange, RequestHandle& handle, NativeAnswer& a) {
       return;
     }
     if (stream) {
-      exchange.write(sse_json(final_json(a, all, {}, e->finish, e->usage)));
+      exchange.write(sse_json(final_json(a, all, {}, *e)));
       exchange.end_stream();
     } else {
-      reply_json(exchange, 200, final_json(a, all, all, e->finish, e->usage));
+      reply_json(exchange, 200, final_json(a, all, all, *e));
     }
     return;
   }
