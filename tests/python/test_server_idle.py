@@ -1,8 +1,8 @@
 """Idle and slow connections cost `cohort serve` no thread: with 1,000
 connections open that send nothing (and 200 of them half a request head),
 /health answers within 100 ms, each on a new connection, and the server has
-as many threads as before they came (issue 16: 270 idle sockets held every
-worker and made /health time out for ~28 s).
+as many threads as before they came (before the I/O thread, 270 idle
+sockets held every worker and made /health time out for ~28 s).
 
 Run as a script against a running server, it prints the /health latencies
 with N idle connections for docs/PERFORMANCE.md:
