@@ -13,11 +13,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define COHORT_HOST_DEVICE __host__ __device__
-#else
-#define COHORT_HOST_DEVICE
-#endif
+#include "common/host_device.h"
 
 namespace cohort::comm {
 
@@ -33,5 +29,3 @@ inline uint32_t p2p_history_flag(uint32_t last, int slot) {
 }
 
 }  // namespace cohort::comm
-
-#undef COHORT_HOST_DEVICE

@@ -13,11 +13,7 @@
 #include <cstdint>
 
 // The layout helpers below are shared with the CUDA kernels (backend/cuda).
-#if defined(__CUDACC__)
-#define COHORT_HOST_DEVICE __host__ __device__
-#else
-#define COHORT_HOST_DEVICE
-#endif
+#include "common/host_device.h"
 
 namespace cohort::quant {
 
