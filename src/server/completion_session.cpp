@@ -11,17 +11,6 @@
 namespace cohort::server {
 namespace {
 
-// The next event, or nullopt once the client is gone (then the request is
-// cancelled).
-std::optional<GenerationEvent> next_event(Exchange& exchange, RequestHandle& handle) {
-  for (;;) {
-    if (exchange.client_gone()) {
-      handle.cancel();
-      return std::nullopt;
-    }
-    if (std::optional<GenerationEvent> e = handle.next(kClientPoll)) return e;
-  }
-}
 
 bool event_has_output(const GenerationEvent& e, bool logprobs) {
   if (logprobs && !e.tokens.empty()) return true;
@@ -36,6 +25,16 @@ void log_engine_error(uint64_t id, const std::string& error) {
 }
 
 }  // namespace
+
+std::optional<GenerationEvent> next_event(Exchange& exchange, RequestHandle& handle) {
+  for (;;) {
+    if (exchange.client_gone()) {
+      handle.cancel();
+      return std::nullopt;
+    }
+    if (std::optional<GenerationEvent> e = handle.next(kClientPoll)) return e;
+  }
+}
 
 void answer_whole(Exchange& exchange, RequestHandle& handle, ResponseBuilder& builder) {
   std::vector<GeneratedToken> tokens;

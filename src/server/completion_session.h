@@ -22,6 +22,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 
 #include "server/generation.h"
 #include "server/http_exchange.h"
@@ -30,6 +31,10 @@
 namespace cohort::server {
 
 inline constexpr std::chrono::milliseconds kClientPoll{50};
+
+// The request's next event, or nullopt once the client is gone (the
+// request is then cancelled); checks the client every kClientPoll.
+std::optional<GenerationEvent> next_event(Exchange& exchange, RequestHandle& handle);
 
 void answer_whole(Exchange& exchange, RequestHandle& handle, ResponseBuilder& builder);
 void answer_streamed(Exchange& exchange, RequestHandle& handle, ResponseBuilder& builder);

@@ -207,17 +207,6 @@ int slot_of(const ServedModel& model, uint64_t id) {
   return -1;
 }
 
-// The next event, or nullopt once the client is gone (the request is then cancelled).
-std::optional<GenerationEvent> next_event(Exchange& exchange, RequestHandle& handle) {
-  for (;;) {
-    if (exchange.client_gone()) {
-      handle.cancel();
-      return std::nullopt;
-    }
-    if (std::optional<GenerationEvent> e = handle.next(kClientPoll)) return e;
-  }
-}
-
 void answer(Exchange& exchange, RequestHandle& handle, NativeAnswer& a) {
   const bool stream = a.request.response.stream;
   if (stream && !exchange.begin_stream(200, "text/event-stream")) {
