@@ -76,7 +76,7 @@ std::shared_ptr<RequestHandle> EngineLoop::submit(GenerationRequest request) {
   const sched::RequestId id = scheduler_.submit(spec);
   auto handle = std::make_shared<RequestHandle>(static_cast<uint64_t>(id));
   pending_.emplace(id, Pending{handle, std::move(request), Clock::now()});
-  ++requests_total_;
+  ++totals_.requests_total;
   return handle;
 }
 
@@ -348,7 +348,7 @@ void EngineLoop::deliver() {
     for (const Delivery& d : outbox_) {
       if (d.ttft >= 0) histograms_.add_ttft(d.ttft);
       if (d.itl >= 0) histograms_.add_itl(d.itl);
-      if (!d.event.done) ++generated_total_;
+      if (!d.event.done) ++totals_.generated_tokens_total;
       if (d.event.done) add_usage(d.event.usage);
     }
   }
@@ -371,7 +371,11 @@ void EngineLoop::add_usage(const Usage& u) {
 
 ServiceStats EngineLoop::stats() const {
   const sched::SchedulerCounters c = scheduler_.counters();
-  ServiceStats st;
+  std::unique_lock<std::mutex> lock(mutex_);
+  ServiceStats st = totals_;
+  histograms_.fill(st);
+  st.slots = slot_snapshot_;
+  lock.unlock();
   st.prompt_tokens_total = static_cast<uint64_t>(c.n_prompt_tokens);
   st.requests_processing = c.n_processing;
   st.requests_queued = c.n_queued;
@@ -380,19 +384,6 @@ ServiceStats EngineLoop::stats() const {
   st.cohort_size = c.cohort_size;
   st.n_slots = options_.scheduler.n_slots;
   st.n_ctx = n_ctx_slot_;
-  std::lock_guard<std::mutex> lock(mutex_);
-  st.generated_tokens_total = generated_total_;
-  st.prompt_tokens_cached_total = totals_.prompt_tokens_cached_total;
-  st.prompt_seconds_total = totals_.prompt_seconds_total;
-  st.prompt_tokens_timed = totals_.prompt_tokens_timed;
-  st.predicted_seconds_total = totals_.predicted_seconds_total;
-  st.predicted_tokens_timed = totals_.predicted_tokens_timed;
-  st.n_decode_total = totals_.n_decode_total;
-  st.n_busy_slots_total = totals_.n_busy_slots_total;
-  st.n_tokens_max = totals_.n_tokens_max;
-  st.requests_total = requests_total_;
-  histograms_.fill(st);
-  st.slots = slot_snapshot_;
   if (st.slots.empty()) {
     for (int i = 0; i < st.n_slots; ++i) st.slots.push_back({i, false, 0, "idle", 0, 0});
   }

@@ -104,9 +104,9 @@ class EngineLoop final : public GenerationService {
   mutable std::mutex mutex_;
   std::unordered_map<sched::RequestId, Pending> pending_;  // GUARDED_BY(mutex_)
   LatencyHistograms histograms_;                           // GUARDED_BY(mutex_)
-  uint64_t requests_total_ = 0;                            // GUARDED_BY(mutex_)
-  uint64_t generated_total_ = 0;                           // GUARDED_BY(mutex_)
-  ServiceStats totals_;  // the llama-server counters of ServiceStats; GUARDED_BY(mutex_)
+  // The counters of ServiceStats the loop keeps itself (requests, tokens,
+  // llama-server's); stats() adds the scheduler's. GUARDED_BY(mutex_)
+  ServiceStats totals_;
   std::vector<ServiceStats::Slot> slot_snapshot_;          // GUARDED_BY(mutex_)
 
   std::atomic<bool> stop_{false};
