@@ -11,6 +11,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -41,64 +42,45 @@ inline std::string write_model(gguf::TensorType type, model::Family family) {
 
 constexpr int kPrefillA = 70, kPrefillB = 45, kDecodeSteps = 12;
 
-// Two sequences of random tokens prefilled together (several micro-batches
-// of 32), then decoded together for kDecodeSteps steps; every row's logits,
-// in order. `o` gives the device, split and cache flags; the sizes are set here.
-inline std::vector<float> two_sequence_logits(const model::Model& m, DecoderOptions o) {
-  o.n_ctx = 256;
-  o.n_batch = 128;
-  o.n_ubatch = 32;
-  o.n_threads = 2;
-  Decoder dec(m, o);
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<int32_t> tok(3, dec.n_vocab() - 1);
-  dec.reserve(0, kPrefillA + kDecodeSteps);
-  dec.reserve(1, kPrefillB + kDecodeSteps);
-  std::vector<float> out;
-  Batch b;
-  for (int i = 0; i < kPrefillA; ++i) b.add(tok(rng), i, 0, true);
-  for (int i = 0; i < kPrefillB; ++i) b.add(tok(rng), i, 1, true);
-  std::span<const float> l = dec.decode(b);
-  out.insert(out.end(), l.begin(), l.end());
-  for (int s = 0; s < kDecodeSteps; ++s) {
-    b.clear();
-    b.add(tok(rng), kPrefillA + s, 0, true);
-    b.add(tok(rng), kPrefillB + s, 1, true);
-    l = dec.decode(b);
-    out.insert(out.end(), l.begin(), l.end());
-  }
-  return out;
-}
-
-// How stepped_logits drives the decoder: decode(); submit() then wait();
-// or submit() and wait() with each step's logits copied only after the next
+// How a workload drives the decoder: decode(); submit() then wait(); or
+// submit() and wait() with each step's logits copied only after the next
 // step's wait(), the longest that wait() says they stay valid (the server
 // reads them while the next step computes).
 enum class Drive { decode, submit, overlap };
 
-// Two sequences prefilled together (several micro-batches of 32, some rows
-// without logits), then decoded together for 8 steps; every row's logits,
-// in order. `o` gives the device and split; the sizes are set here.
-inline std::vector<float> stepped_logits(const model::Model& m, DecoderOptions o, Drive drive) {
+// Two sequences of random tokens (from `seed`) prefilled together in one
+// batch (micro-batches of 32; of the first sequence's rows every
+// `logits_every`-th wants logits, of the second every row), then decoded
+// together for `steps` steps.
+struct Workload {
+  int prefill_a, prefill_b, steps;
+  uint32_t seed;
+  int logits_every;
+};
+
+// Every row's logits of `w`, in order. `o` gives the device, split and
+// cache flags; the sizes are set here.
+inline std::vector<float> workload_logits(const model::Model& m, DecoderOptions o, const Workload& w,
+                                          Drive drive) {
   o.n_ctx = 256;
   o.n_batch = 128;
   o.n_ubatch = 32;
   o.n_threads = 2;
   Decoder dec(m, o);
-  std::mt19937 rng(11);
+  std::mt19937 rng(w.seed);
   std::uniform_int_distribution<int32_t> tok(3, dec.n_vocab() - 1);
-  dec.reserve(0, 60 + 8);
-  dec.reserve(1, 40 + 8);
+  dec.reserve(0, w.prefill_a + w.steps);
+  dec.reserve(1, w.prefill_b + w.steps);
   Batch b;
-  for (int i = 0; i < 60; ++i) b.add(tok(rng), i, 0, i % 7 == 0);
-  for (int i = 0; i < 40; ++i) b.add(tok(rng), i, 1, true);
+  for (int i = 0; i < w.prefill_a; ++i) b.add(tok(rng), i, 0, i % w.logits_every == 0);
+  for (int i = 0; i < w.prefill_b; ++i) b.add(tok(rng), i, 1, true);
   std::vector<float> out;
   std::span<const float> held;  // Drive::overlap: the previous step's logits, read late
-  for (int step = 0; step <= 8; ++step) {
+  for (int step = 0; step <= w.steps; ++step) {
     if (step > 0) {
       b.clear();
-      b.add(tok(rng), 59 + step, 0, true);
-      b.add(tok(rng), 39 + step, 1, true);
+      b.add(tok(rng), w.prefill_a + step - 1, 0, true);
+      b.add(tok(rng), w.prefill_b + step - 1, 1, true);
     }
     std::span<const float> l;
     if (drive == Drive::decode) {
@@ -117,6 +99,18 @@ inline std::vector<float> stepped_logits(const model::Model& m, DecoderOptions o
   }
   out.insert(out.end(), held.begin(), held.end());
   return out;
+}
+
+// kPrefillA and kPrefillB tokens, every row with logits, then kDecodeSteps
+// steps, decoded.
+inline std::vector<float> two_sequence_logits(const model::Model& m, DecoderOptions o) {
+  return workload_logits(m, std::move(o), {kPrefillA, kPrefillB, kDecodeSteps, 7, 1}, Drive::decode);
+}
+
+// 60 and 40 tokens, some of the first's rows without logits, then 8 steps,
+// driven as `drive` says.
+inline std::vector<float> stepped_logits(const model::Model& m, DecoderOptions o, Drive drive) {
+  return workload_logits(m, std::move(o), {60, 40, 8, 11, 7}, drive);
 }
 
 struct Agreement {
