@@ -5,8 +5,13 @@
 namespace cohort::server {
 
 Exchange::Exchange(const HttpRequest& request, Connection& conn, std::chrono::milliseconds write_timeout,
-                   const std::atomic<bool>& stopping, std::string_view cors_origin)
-    : request_(request), conn_(conn), write_timeout_(write_timeout), stopping_(stopping), cors_origin_(cors_origin) {}
+                   const std::atomic<bool>& stopping, const CorsPolicy& cors, const HttpHeaders& common_headers)
+    : request_(request),
+      conn_(conn),
+      write_timeout_(write_timeout),
+      stopping_(stopping),
+      cors_(cors),
+      common_headers_(common_headers) {}
 
 void Exchange::add_header(std::string name, std::string value) {
   extra_headers_.emplace_back(std::move(name), std::move(value));
@@ -16,7 +21,8 @@ HttpHeaders Exchange::response_headers(std::string_view content_type) const {
   HttpHeaders h;
   if (!content_type.empty()) h.emplace_back("Content-Type", std::string(content_type));
   h.emplace_back("Server", "cohort");
-  if (!cors_origin_.empty()) h.emplace_back("Access-Control-Allow-Origin", std::string(cors_origin_));
+  cors_.add_response_headers(request_.header("origin"), h);
+  h.insert(h.end(), common_headers_.begin(), common_headers_.end());
   for (const auto& kv : extra_headers_) h.push_back(kv);
   return h;
 }

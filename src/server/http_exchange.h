@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "server/cors_policy.h"
 #include "server/http_connection.h"
 #include "server/http_message.h"
 
@@ -22,11 +23,11 @@ class Exchange {
  public:
   enum class State { none, responded, streaming, finished, broken };
 
-  // `request`, `conn`, `stopping` and `cors_origin` must outlive the
-  // exchange. Every response carries Access-Control-Allow-Origin:
-  // cors_origin, unless it is empty.
+  // `request`, `conn`, `stopping`, `cors` and `common_headers` must
+  // outlive the exchange. Every response carries the CORS headers of
+  // `cors` for this request, then `common_headers`.
   Exchange(const HttpRequest& request, Connection& conn, std::chrono::milliseconds write_timeout,
-           const std::atomic<bool>& stopping, std::string_view cors_origin = "*");
+           const std::atomic<bool>& stopping, const CorsPolicy& cors, const HttpHeaders& common_headers);
 
   const HttpRequest& request() const { return request_; }
   State state() const { return state_; }
@@ -55,7 +56,8 @@ class Exchange {
   Connection& conn_;
   const std::chrono::milliseconds write_timeout_;
   const std::atomic<bool>& stopping_;
-  const std::string_view cors_origin_;
+  const CorsPolicy& cors_;
+  const HttpHeaders& common_headers_;
   HttpHeaders extra_headers_;
   State state_ = State::none;
   bool chunked_ = false;  // HTTP/1.0 clients get an unframed stream and a close

@@ -161,7 +161,8 @@ void HttpServer::worker_loop() {
 void HttpServer::serve(Job& job) {
   bool keep_alive = false;
   {
-    Exchange exchange(job.request, *job.conn, options_.write_timeout, stopping_, options_.cors_origin);
+    Exchange exchange(job.request, *job.conn, options_.write_timeout, stopping_, options_.cors,
+                      options_.common_headers);
     dispatch(exchange);
     if (exchange.state() == Exchange::State::streaming) exchange.end_stream();
     if (exchange.state() == Exchange::State::none && !exchange.client_gone()) {
@@ -174,15 +175,16 @@ void HttpServer::serve(Job& job) {
 
 void HttpServer::dispatch(Exchange& exchange) {
   const HttpRequest& request = exchange.request();
+  if (request.method == "OPTIONS") {  // CORS preflight: browsers send it without credentials
+    HttpHeaders h;
+    options_.cors.add_preflight_headers(h);
+    for (auto& [name, value] : h) exchange.add_header(std::move(name), std::move(value));
+    exchange.respond(200, "", "");
+    return;
+  }
   const auto path = routes_.find(request.path);
   if (path == routes_.end()) {
     respond_error(exchange, 404, fmt::format("Invalid URL ({} {})", request.method, request.path));
-    return;
-  }
-  if (request.method == "OPTIONS") {  // CORS preflight: browsers send it without credentials
-    exchange.add_header("Access-Control-Allow-Methods", join_methods(path->second));
-    exchange.add_header("Access-Control-Allow-Headers", "*");
-    exchange.respond(204, "", "");
     return;
   }
   if (!authorized(request)) {
@@ -249,7 +251,8 @@ std::string HttpServer::error_response(int status, const std::string& message) c
   HttpHeaders h;
   h.emplace_back("Content-Type", e.content_type);
   h.emplace_back("Server", "cohort");
-  if (!options_.cors_origin.empty()) h.emplace_back("Access-Control-Allow-Origin", options_.cors_origin);
+  options_.cors.add_response_headers(nullptr, h);  // the request is unread or unparsed
+  h.insert(h.end(), options_.common_headers.begin(), options_.common_headers.end());
   if (status == 503) h.emplace_back("Retry-After", "1");
   h.emplace_back("Content-Length", std::to_string(e.body.size()));
   h.emplace_back("Connection", "close");

@@ -20,8 +20,9 @@
 //     chunk framing, or the client ended its side) or 408 (it went quiet
 //     past read_timeout) before the close; bodies of these come from the
 //     ErrorBodyFn, so they can be in the API's error format;
-//   - OPTIONS on a known path answers the CORS preflight (204), and every
-//     response carries Access-Control-Allow-Origin (options.cors_origin);
+//   - OPTIONS on any path answers the CORS preflight (200, no credentials
+//     needed), and every response carries the CORS headers of options.cors
+//     (cors_policy.h) and options.common_headers;
 //   - with API keys set, 401 (WWW-Authenticate: Bearer) for a request
 //     without one of them, outside the public paths;
 //   - a handler that throws gets a 500 if nothing was sent yet, else the
@@ -63,6 +64,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/cors_policy.h"
 #include "server/http_connection.h"
 #include "server/http_exchange.h"
 #include "server/http_io_loop.h"
@@ -85,7 +87,8 @@ struct HttpServerOptions {
   // preflights.
   std::vector<std::string> api_keys;
   std::vector<std::string> public_paths;
-  std::string cors_origin = "*";  // Access-Control-Allow-Origin of every response; empty: none
+  CorsPolicy cors;              // --cors-origins and the rest (cors_policy.h)
+  HttpHeaders common_headers;   // on every response (Process-Start-Time-Unix)
   // --max-connections: connections open at once (queued or served); one
   // more is answered 503 with Retry-After and closed.
   int max_connections = 1024;

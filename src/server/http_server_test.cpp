@@ -56,6 +56,7 @@ class HttpServerTest : public ::testing::Test {
     o.max_body_bytes = 1000;
     o.max_head_bytes = 2000;
     o.n_threads = 3;
+    o.common_headers = {{"X-Common", "1"}};
     return o;
   }
 
@@ -85,10 +86,40 @@ TEST_F(HttpServerTest, UnknownPathIs404AndWrongMethodIs405WithAllow) {
   EXPECT_EQ(wrong.headers.at("allow"), "GET, OPTIONS");
 }
 
-TEST_F(HttpServerTest, OptionsAnswersTheCorsPreflight) {
-  const testing::RawResponse r = roundtrip(port_, http_request("OPTIONS", "/echo"));
-  EXPECT_EQ(r.status, 204);
-  EXPECT_EQ(r.headers.at("access-control-allow-methods"), "POST, OPTIONS");
+// As llama-server: the preflight is 200 on any path, the Origin echoed
+// (cors "*" with credentials, the default), the fixed methods and headers.
+TEST_F(HttpServerTest, OptionsAnswersTheCorsPreflightAsLlamaServer) {
+  const std::string preflight = "Origin: https://web.example.fr\r\nAccess-Control-Request-Method: POST\r\n"
+                                "Access-Control-Request-Headers: Authorization\r\n";
+  for (const char* path : {"/echo", "/nope"}) {
+    const testing::RawResponse r = roundtrip(port_, http_request("OPTIONS", path, "", preflight));
+    EXPECT_EQ(r.status, 200) << path;
+    EXPECT_EQ(r.body, "");
+    EXPECT_EQ(r.headers.at("access-control-allow-origin"), "https://web.example.fr");
+    EXPECT_EQ(r.headers.at("access-control-allow-credentials"), "true");
+    EXPECT_EQ(r.headers.at("access-control-allow-methods"), "GET, POST, DELETE, OPTIONS");
+    EXPECT_EQ(r.headers.at("access-control-allow-headers"), "*");
+    EXPECT_EQ(r.headers.at("vary"), "Origin");
+  }
+}
+
+TEST_F(HttpServerTest, EveryResponseEchoesTheOriginAndCarriesTheCommonHeaders) {
+  const std::string origin = "Origin: http://localhost:5173\r\n";
+  const testing::RawResponse ok = roundtrip(port_, http_request("GET", "/ping", "", origin));
+  EXPECT_EQ(ok.headers.at("access-control-allow-origin"), "http://localhost:5173");
+  EXPECT_EQ(ok.headers.at("x-common"), "1");
+  EXPECT_EQ(ok.headers.count("access-control-allow-credentials"), 0u) << "a preflight's header only";
+  const testing::RawResponse missing = roundtrip(port_, http_request("GET", "/nope", "", origin));
+  EXPECT_EQ(missing.headers.at("access-control-allow-origin"), "http://localhost:5173");
+  EXPECT_EQ(missing.headers.at("x-common"), "1");
+  const testing::RawResponse streamed = roundtrip(port_, http_request("GET", "/stream", "", origin));
+  EXPECT_EQ(streamed.headers.at("access-control-allow-origin"), "http://localhost:5173");
+  EXPECT_EQ(streamed.headers.at("x-common"), "1");
+  EXPECT_EQ(roundtrip(port_, http_request("GET", "/ping")).headers.at("access-control-allow-origin"), "*")
+      << "no Origin: not a cross-origin request";
+  const testing::RawResponse bad = roundtrip(port_, "GARBAGE\r\n\r\n");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.headers.at("x-common"), "1") << "the I/O loop's own answers too";
 }
 
 TEST_F(HttpServerTest, BodyOverTheLimitIs413) {
@@ -192,12 +223,12 @@ TEST_F(HttpServerTest, BlockedHandlersDoNotStarveOtherRequests) {
 
 // --api-key: a request needs "Authorization: Bearer KEY" with one of the
 // keys, except on the public paths and for the CORS preflight; CORS headers
-// follow cors_origin.
+// follow cors.origins.
 TEST(HttpServer, ApiKeysGuardEveryRouteButThePublicOnes) {
   HttpServerOptions o;
   o.api_keys = {"sk-first", "sk-second"};
   o.public_paths = {"/health"};
-  o.cors_origin = "";
+  o.cors.origins = "";
   HttpServer server(o, [](int status, const std::string& message) {
     return ErrorBody{fmt::format("E{}: {}", status, message), "text/plain"};
   });
@@ -211,7 +242,7 @@ TEST(HttpServer, ApiKeysGuardEveryRouteButThePublicOnes) {
   EXPECT_EQ(none.status, 401);
   EXPECT_EQ(none.body, "E401: Invalid API Key");
   EXPECT_EQ(none.headers.at("www-authenticate"), "Bearer");
-  EXPECT_EQ(none.headers.count("access-control-allow-origin"), 0u) << "cors_origin empty: no CORS header";
+  EXPECT_EQ(none.headers.count("access-control-allow-origin"), 0u) << "cors.origins empty: no CORS header";
   for (const char* bad : {"Bearer sk-firs", "Bearer sk-first2", "Bearer ", "sk-first", "Basic sk-first",
                           "bearer sk-first", "Bearer SK-FIRST"}) {
     EXPECT_EQ(with_auth("/ping", bad).status, 401) << bad;
@@ -220,12 +251,12 @@ TEST(HttpServer, ApiKeysGuardEveryRouteButThePublicOnes) {
   EXPECT_EQ(with_auth("/ping", "Bearer sk-second").body, "pong");
   EXPECT_EQ(with_auth("/health", "").body, "ok") << "a public path needs no key";
   EXPECT_EQ(with_auth("/nope", "Bearer sk-first").status, 404);
-  EXPECT_EQ(roundtrip(port, http_request("OPTIONS", "/ping")).status, 204) << "preflights carry no credentials";
+  EXPECT_EQ(roundtrip(port, http_request("OPTIONS", "/ping")).status, 200) << "preflights carry no credentials";
 }
 
 TEST(HttpServer, CorsOriginIsTheConfiguredOne) {
   HttpServerOptions o;
-  o.cors_origin = "https://example.org";
+  o.cors.origins = "https://example.org";
   HttpServer server(o);
   server.route("GET", "/ping", [](Exchange& e) { e.respond(200, "pong", "text/plain"); });
   const int port = server.start("127.0.0.1", 0);

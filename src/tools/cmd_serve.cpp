@@ -40,6 +40,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -89,7 +90,8 @@ struct ServeOptions {
   int max_connections = 0;                 // --max-connections (0: from the descriptor limit)
   std::vector<std::string> api_keys;       // --api-key (repeatable)
   std::string api_key_file;                // --api-key-file: one key per line
-  std::optional<std::string> cors_origin;  // --cors-origin (default: * without keys, none with)
+  std::optional<std::string> cors_origin;  // --cors-origin(s) (default: * without keys, none with)
+  server::CorsPolicy cors;                 // --cors-methods, --cors-headers, --cors-credentials
   std::string ssl_cert_file;               // --ssl-cert-file: PEM certificate chain (TLS)
   std::string ssl_key_file;                // --ssl-key-file: PEM private key (TLS)
   bool slots = true;                       // --slots / --no-slots: GET /slots (501 when off)
@@ -232,15 +234,20 @@ bool is_loopback(const std::string& host) {
 }
 
 // As llama-server: with API keys, every route but /health and the model list
-// needs one. CORS: `*` unless keys are set (then none) or --cors-origin says.
+// needs one. CORS: `*` unless keys are set (then none) or --cors-origin says;
+// with `*` and credentials (the default) the request's Origin is echoed.
+// Process-Start-Time-Unix: llama-server sends it on /metrics; here every
+// response carries it, so that a client sees a restart on any reply.
 server::HttpServerOptions http_options(const ServeOptions& o) {
   server::HttpServerOptions h;
   h.api_keys = api_keys(o);
   h.max_connections = o.max_connections > 0 ? o.max_connections : default_max_connections();
   h.public_paths = {"/health", "/v1/health", "/models", "/v1/models"};
-  h.cors_origin = o.cors_origin.value_or(h.api_keys.empty() ? "*" : "");
-  if (h.cors_origin == "*" && !is_loopback(o.host)) {
-    fmt::print(stderr, "serve: warning: listening on {} with Access-Control-Allow-Origin: *; any web page a "
+  h.cors = o.cors;
+  h.cors.origins = o.cors_origin.value_or(h.api_keys.empty() ? "*" : "");
+  h.common_headers.emplace_back("Process-Start-Time-Unix", std::to_string(std::time(nullptr)));
+  if (h.cors.origins == "*" && !is_loopback(o.host)) {
+    fmt::print(stderr, "serve: warning: listening on {} with CORS open to every origin; any web page a "
                "browser opens may call this server (set --api-key or --cors-origin)\n", o.host);
   }
   h.max_body_bytes = o.max_body;
@@ -335,8 +342,13 @@ void register_serve(CLI::App& app) {
                   "require 'Authorization: Bearer KEY' on every route but /health and /v1/models (repeatable)");
   cmd->add_option("--api-key-file", o->api_key_file, "API keys, one per line");
   cmd->add_option_function<std::string>(
-      "--cors-origin", [o](const std::string& origin) { o->cors_origin = origin; },
-      "Access-Control-Allow-Origin of responses (default: * without --api-key, none with; '' none)");
+      "--cors-origin,--cors-origins", [o](const std::string& origin) { o->cors_origin = origin; },
+      "allowed origins: * (the request's Origin echoed), localhost (echoed if local), one origin, or a "
+      "comma list (echoed if listed); default: * without --api-key, none with; '' none");
+  cmd->add_option("--cors-methods", o->cors.methods, "Access-Control-Allow-Methods of preflights");
+  cmd->add_option("--cors-headers", o->cors.headers, "Access-Control-Allow-Headers of preflights");
+  cmd->add_flag("--cors-credentials,!--no-cors-credentials", o->cors.credentials,
+                "Access-Control-Allow-Credentials of preflights (default: true; with it, * echoes the Origin)");
   cmd->add_option("--ssl-cert-file", o->ssl_cert_file, "TLS: PEM certificate chain (with --ssl-key-file)");
   cmd->add_option("--ssl-key-file", o->ssl_key_file, "TLS: PEM private key (with --ssl-cert-file)");
   cmd->add_flag("--slots,!--no-slots", o->slots, "GET /slots (default: on; off: it answers 501)");
