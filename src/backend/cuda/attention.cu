@@ -1,7 +1,9 @@
 // Split-K ("flash-decoding") attention over the paged KV cache.
 //
+// K and V are F16 or BF16 (the view's bf16), converted to F32 on load.
+//
 // Stage 1, one thread block per (KV head, chunk of G query heads, sequence,
-// split of kAttentionSplitTokens tokens): a token's K (and V) row of one KV
+// split of shape.split_tokens tokens): a token's K (and V) row of one KV
 // head is head_dim halves, read by D/8 lanes with one 16-byte load each, so a
 // warp takes 32 / (D/8) tokens per step and 4 warps interleave over the
 // split. Every lane keeps, for each of the G query heads sharing the KV head
@@ -22,7 +24,6 @@ namespace cohort::cuda::kernels {
 namespace {
 
 constexpr int kWarps = 4;  // untuned
-constexpr int kSplit = kAttentionSplitTokens;
 constexpr float kLog2e = 1.4426950408889634f;
 
 __device__ __forceinline__ void unpack_f16x8(uint4 v, float (&f)[8]) {
@@ -34,13 +35,23 @@ __device__ __forceinline__ void unpack_f16x8(uint4 v, float (&f)[8]) {
   }
 }
 
+// Eight cache elements: F16, or BF16 (kBf16).
+template <bool kBf16>
+__device__ __forceinline__ void unpack_kv8(uint4 v, float (&f)[8]) {
+  if constexpr (kBf16) {
+    unpack8(v, f);
+  } else {
+    unpack_f16x8(v, f);
+  }
+}
+
 // Weight of a state with max m in a merge whose max is `top`; an empty
 // state (m = -inf) weighs 0 even when every state is empty.
 __device__ __forceinline__ float merge_weight(float m, float top) {
   return m == -INFINITY ? 0.0f : exp2f(m - top);
 }
 
-template <int D, int G>
+template <int D, int G, bool kBf16>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_split_kernel(KvCacheView cache, const __nv_bfloat16* __restrict__ q,
                            const int32_t* __restrict__ block_table, const int32_t* __restrict__ ctx_lens,
@@ -52,9 +63,9 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int kvh = static_cast<int>(blockIdx.x) / n_chunks, chunk = static_cast<int>(blockIdx.x) % n_chunks;
   const int seq = static_cast<int>(blockIdx.y), split = static_cast<int>(blockIdx.z);
   const int ctx = ctx_lens[seq];
-  const int begin = split * kSplit;
+  const int begin = split * shape.split_tokens;
   if (begin >= ctx) return;  // the whole block: stage 2 reads only splits that hold tokens
-  const int end = min(ctx, begin + kSplit);
+  const int end = min(ctx, begin + shape.split_tokens);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int token_in_step = lane / kLanes, sub = lane % kLanes;  // this lane's dims: [8 sub, 8 sub + 8)
   const int head0 = kvh * group_size + chunk * G;
@@ -88,7 +99,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       vraw = __ldg(reinterpret_cast<const uint4*>(cache.v + off));
     }
     float k[8];
-    unpack_f16x8(kraw, k);
+    unpack_kv8<kBf16>(kraw, k);
     float s[G];
 #pragma unroll
     for (int g = 0; g < G; ++g) {
@@ -100,7 +111,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
     if (valid) {
       float v[8];
-      unpack_f16x8(vraw, v);
+      unpack_kv8<kBf16>(vraw, v);
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         const float top = fmaxf(m[g], s[g]);
@@ -175,7 +186,7 @@ __global__ void attention_combine_kernel(const int32_t* __restrict__ ctx_lens, A
   const int h = static_cast<int>(blockIdx.x), seq = static_cast<int>(blockIdx.y);
   const int d = static_cast<int>(threadIdx.x), D = shape.head_dim;
   const int ctx = ctx_lens[seq];
-  const int n_valid = min(shape.n_splits, (ctx + kSplit - 1) / kSplit);
+  const int n_valid = min(shape.n_splits, (ctx + shape.split_tokens - 1) / shape.split_tokens);
   const int64_t base = (static_cast<int64_t>(seq) * shape.n_head + h) * shape.n_splits;
   float top = -INFINITY;
   for (int i = 0; i < n_valid; ++i) top = fmaxf(top, part.m[base + i]);
@@ -195,8 +206,13 @@ void launch_split(const KvCacheView& cache, const __nv_bfloat16* q, const int32_
   const int n_chunks = shape.n_head / shape.n_head_kv / G;
   const dim3 grid(static_cast<unsigned>(shape.n_head_kv * n_chunks), static_cast<unsigned>(shape.n_seq),
                   static_cast<unsigned>(shape.n_splits));
-  attention_split_kernel<D, G><<<grid, kWarps * 32, 0, stream>>>(cache, q, block_table, ctx_lens, shape,
-                                                                 scale * kLog2e, partials);
+  if (cache.bf16) {
+    attention_split_kernel<D, G, true><<<grid, kWarps * 32, 0, stream>>>(cache, q, block_table, ctx_lens, shape,
+                                                                         scale * kLog2e, partials);
+  } else {
+    attention_split_kernel<D, G, false><<<grid, kWarps * 32, 0, stream>>>(cache, q, block_table, ctx_lens, shape,
+                                                                          scale * kLog2e, partials);
+  }
   CUDA_CHECK(cudaGetLastError());
 }
 

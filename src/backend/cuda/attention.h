@@ -1,6 +1,7 @@
 // Decode attention over the paged KV cache, and the store of new K/V rows.
 //
-// KV cache layout (one array for K, one for V, F16):
+// KV cache layout (one array for K, one for V, 16-bit elements: F16, or
+// BF16 where the view says so; -ctk/-ctv f16 or bf16, the same for both):
 //   [n_blocks, kKvBlockSize, n_head_kv, head_dim]
 // Token j of a sequence lives in physical block table[j / kKvBlockSize] at
 // offset j % kKvBlockSize; its slot is block * kKvBlockSize + offset. A
@@ -26,9 +27,11 @@ struct KvCacheView {
   int64_t n_blocks = 0;
   int64_t n_head_kv = 0;
   int64_t head_dim = 0;
+  bool bf16 = false;    // the elements of k and v are BF16 bits (else F16)
 };
 
-// Writes token t's rows into slot slot[t] (t < n_tok) as F16:
+// Writes token t's rows into slot slot[t] (t < n_tok) in the cache's type
+// (F16 rounded to nearest even, or the BF16 as it is):
 //   cache.k[slot[t], h, :] = k_new[t * token_stride + h * head_dim + :], likewise v.
 // k_new / v_new are BF16, token t at k_new + t * token_stride (so they can be
 // views into a fused QKV row). A slot < 0 is skipped (a padding token).
@@ -55,8 +58,10 @@ size_t decode_attention_workspace_bytes(int64_t n_seq, int64_t n_head, int64_t h
 //               for row s (many queries of one sequence share its row: a
 //               prefill, each token with ctx_lens = its position + 1)
 // Long contexts are split across thread blocks (flash-decoding): each split
-// of kAttentionSplitTokens tokens writes a partial max, sum and output to the
-// workspace, and a second kernel combines the splits.
+// of kAttentionSplitTokens tokens (fewer, down to kAttentionMinSplitTokens,
+// where the call would have fewer than kAttentionFillSplits splits) writes a
+// partial max, sum and output to the workspace, and a second kernel
+// combines the splits.
 // REQUIRES: head_dim in {64, 128, 256}; n_head a multiple of n_head_kv;
 // max_blocks * kKvBlockSize >= max_ctx; q and out 16-byte aligned.
 void decode_attention(const KvCacheView& cache, const __nv_bfloat16* q, const int32_t* block_table,
@@ -65,5 +70,9 @@ void decode_attention(const KvCacheView& cache, const __nv_bfloat16* q, const in
                       cudaStream_t stream, const int32_t* table_rows = nullptr);
 
 inline constexpr int kAttentionSplitTokens = 256;
+inline constexpr int kAttentionMinSplitTokens = 16;
+// Splits of all sequences together that a call aims for: with 8 KV heads a
+// block each, 256 blocks, about two per multiprocessor of an H200.
+inline constexpr int kAttentionFillSplits = 32;
 
 }  // namespace cohort::cuda

@@ -18,6 +18,7 @@ struct AttentionPartials {
 struct AttentionShape {
   int n_seq = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
   int max_blocks = 0, n_splits = 0;
+  int split_tokens = 0;  // tokens of a split (a multiple of 16)
   const int32_t* table_rows = nullptr;  // [n_seq] block-table row of each query, or null: its own
 };
 

@@ -28,14 +28,18 @@ constexpr double kTol = 5e-3;
 struct Case {
   int64_t n_head_kv, gqa, head_dim;
   std::vector<int32_t> ctx;  // per sequence
+  bool bf16 = false;         // a BF16 cache (-ctk bf16 -ctv bf16), else F16
 };
 
-std::vector<uint16_t> random_f16(size_t n, std::mt19937& rng) {
+// Normal values as F16, or BF16 bits.
+std::vector<uint16_t> random_kv(size_t n, std::mt19937& rng, bool bf16) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<uint16_t> v(n);
-  for (uint16_t& h : v) h = f32_to_f16(normal(rng));
+  for (uint16_t& h : v) h = bf16 ? f32_to_bf16(normal(rng)) : f32_to_f16(normal(rng));
   return v;
 }
+
+float kv_value(uint16_t bits, bool bf16) { return bf16 ? bf16_to_f32(bits) : f16_to_f32(bits); }
 
 void check_attention(const Case& c, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -55,7 +59,7 @@ void check_attention(const Case& c, uint32_t seed) {
     for (int64_t b = 0; b < (c.ctx[s] + kKvBlockSize - 1) / kKvBlockSize; ++b) table[s * max_blocks + b] = pool[next++];
   }
   const size_t cache_elems = static_cast<size_t>(n_blocks * kKvBlockSize * c.n_head_kv * d);
-  const std::vector<uint16_t> k = random_f16(cache_elems, rng), v = random_f16(cache_elems, rng);
+  const std::vector<uint16_t> k = random_kv(cache_elems, rng, c.bf16), v = random_kv(cache_elems, rng, c.bf16);
   const testing::Bf16Data q = testing::random_bf16(static_cast<size_t>(n_seq * n_head * d), rng);
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
 
@@ -71,14 +75,14 @@ void check_attention(const Case& c, uint32_t seed) {
       };
       for (int64_t j = 0; j < c.ctx[s]; ++j) {
         double dot = 0.0;
-        for (int64_t i = 0; i < d; ++i) dot += static_cast<double>(qh[i]) * f16_to_f32(k[at(j) + i]);
+        for (int64_t i = 0; i < d; ++i) dot += static_cast<double>(qh[i]) * kv_value(k[at(j) + i], c.bf16);
         score[j] = dot * scale;
       }
       const double top = c.ctx[s] > 0 ? *std::max_element(score.begin(), score.end()) : 0.0;
       double sum = 0.0;
       for (double& x : score) sum += (x = std::exp(x - top));
       for (int64_t j = 0; j < c.ctx[s]; ++j) {
-        for (int64_t i = 0; i < d; ++i) want[(s * n_head + h) * d + i] += score[j] / sum * f16_to_f32(v[at(j) + i]);
+        for (int64_t i = 0; i < d; ++i) want[(s * n_head + h) * d + i] += score[j] / sum * kv_value(v[at(j) + i], c.bf16);
       }
     }
   }
@@ -94,13 +98,13 @@ void check_attention(const Case& c, uint32_t seed) {
   CUDA_CHECK(cudaMemset(work.data(), 0xFF, work.size()));
   testing::poison(dout);
   KvCacheView cache{reinterpret_cast<__half*>(dk.data()), reinterpret_cast<__half*>(dv.data()), n_blocks,
-                    c.n_head_kv, d};
+                    c.n_head_kv, d, c.bf16};
   decode_attention(cache, testing::as_bf16(dq), dtable.data(), max_blocks, dctx.data(), n_seq, n_head, max_ctx,
                    static_cast<float>(scale), work.data(), testing::as_bf16(dout), nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<float> got = testing::bf16_values(dout.download());
   std::string what = "attention kv_heads " + std::to_string(c.n_head_kv) + " gqa " + std::to_string(c.gqa) +
-                     " head_dim " + std::to_string(d) + " ctx";
+                     " head_dim " + std::to_string(d) + (c.bf16 ? " bf16" : "") + " ctx";
   for (int32_t n : c.ctx) {
     what += ' ';
     what += std::to_string(n);
@@ -122,6 +126,10 @@ TEST(CudaDecodeAttention, MatchesTheF64ReferenceOnShuffledPagedCaches) {
   check_attention({8, 4, 128, {8192, 129}}, seed++);  // llama3-8b heads at a long context
   check_attention({1, 3, 256, {33, 700}}, seed++);   // head_dim 256, a group of 3
   check_attention({2, 16, 64, {77}}, seed++);         // a group of 16: two chunks of 8 heads
+  check_attention({8, 4, 128, {128}}, seed++);        // one sequence decoding: 8 splits of 16 tokens
+  check_attention({8, 4, 128, {5, 200, 31}}, seed++); // short contexts of three: splits of 32
+  check_attention({8, 4, 128, {300, 129, 1}, true}, seed++);  // a BF16 cache
+  check_attention({2, 3, 256, {700}, true}, seed++);
 }
 
 TEST(CudaDecodeAttention, ZeroContextGivesZeros) {
@@ -129,9 +137,8 @@ TEST(CudaDecodeAttention, ZeroContextGivesZeros) {
   check_attention({2, 2, 64, {0, 40}}, 99);  // sequence 0 is all zeros in want
 }
 
-TEST(CudaKvStore, WritesF16RowsIntoTheirSlotsAndNothingElse) {
-  COHORT_REQUIRE_CUDA_DEVICE();
-  std::mt19937 rng(3);
+void check_kv_store(bool bf16) {
+  std::mt19937 rng(bf16 ? 4 : 3);
   const int64_t n_blocks = 9, n_head_kv = 8, d = 128, n_tok = 21, stride = 48 * 128;
   const size_t row = static_cast<size_t>(n_head_kv * d);
   const testing::Bf16Data kn = testing::random_bf16(static_cast<size_t>(n_tok * stride), rng, 100.0f);
@@ -149,19 +156,29 @@ TEST(CudaKvStore, WritesF16RowsIntoTheirSlotsAndNothingElse) {
   dvn.upload(vn.bits);
   DeviceBuffer<int32_t> dslots(slots.size());
   dslots.upload(slots);
-  KvCacheView cache{reinterpret_cast<__half*>(dk.data()), reinterpret_cast<__half*>(dv.data()), n_blocks, n_head_kv, d};
+  KvCacheView cache{reinterpret_cast<__half*>(dk.data()), reinterpret_cast<__half*>(dv.data()), n_blocks, n_head_kv, d,
+                    bf16};
   kv_store(cache, testing::as_bf16(dkn), testing::as_bf16(dvn), stride, dslots.data(), n_tok, nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<uint16_t> want_k(dk.size(), 0xFFFF), want_v(dv.size(), 0xFFFF);
   for (int64_t t = 0; t < n_tok; ++t) {
     if (slots[t] < 0) continue;
     for (size_t i = 0; i < row; ++i) {
-      want_k[static_cast<size_t>(slots[t]) * row + i] = f32_to_f16(kn.values[t * stride + i]);
-      want_v[static_cast<size_t>(slots[t]) * row + i] = f32_to_f16(vn.values[t * stride + i]);
+      // BF16 rows are stored as they are, F16 ones rounded once.
+      want_k[static_cast<size_t>(slots[t]) * row + i] =
+          bf16 ? kn.bits[t * stride + i] : f32_to_f16(kn.values[t * stride + i]);
+      want_v[static_cast<size_t>(slots[t]) * row + i] =
+          bf16 ? vn.bits[t * stride + i] : f32_to_f16(vn.values[t * stride + i]);
     }
   }
-  EXPECT_EQ(dk.download(), want_k);
-  EXPECT_EQ(dv.download(), want_v);
+  EXPECT_EQ(dk.download(), want_k) << (bf16 ? "bf16" : "f16");
+  EXPECT_EQ(dv.download(), want_v) << (bf16 ? "bf16" : "f16");
+}
+
+TEST(CudaKvStore, WritesRowsIntoTheirSlotsAndNothingElse) {
+  COHORT_REQUIRE_CUDA_DEVICE();
+  check_kv_store(false);
+  check_kv_store(true);
 }
 
 TEST(CudaDecodeAttention, RejectsBadShapes) {

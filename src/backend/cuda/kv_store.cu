@@ -1,5 +1,6 @@
 // KV store: one thread per 8 elements (16 bytes) of one token's K and V rows
-// (all KV heads), BF16 rounded to F16 once (round to nearest even).
+// (all KV heads), BF16 rounded to F16 once (round to nearest even), or
+// copied as they are into a BF16 cache.
 #include "backend/cuda/attention_kernels.h"
 
 #include "backend/cuda/cuda_check.h"
@@ -20,6 +21,7 @@ __device__ __forceinline__ uint4 convert8(uint4 v) {
 }
 
 // grid: x = vectors of one token's row (n_head_kv * head_dim / 8), y = tokens.
+template <bool kBf16>
 __global__ void __launch_bounds__(kThreads)
     kv_store_kernel(KvCacheView cache, const __nv_bfloat16* __restrict__ k_new,
                     const __nv_bfloat16* __restrict__ v_new, int64_t token_stride,
@@ -33,8 +35,8 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t dst = slot * n_vec * 8 + 8 * c;
   const uint4 k = __ldg(reinterpret_cast<const uint4*>(k_new + src));
   const uint4 v = __ldg(reinterpret_cast<const uint4*>(v_new + src));
-  *reinterpret_cast<uint4*>(cache.k + dst) = convert8(k);
-  *reinterpret_cast<uint4*>(cache.v + dst) = convert8(v);
+  *reinterpret_cast<uint4*>(cache.k + dst) = kBf16 ? k : convert8(k);
+  *reinterpret_cast<uint4*>(cache.v + dst) = kBf16 ? v : convert8(v);
 }
 
 }  // namespace
@@ -43,7 +45,11 @@ void launch_kv_store(const KvCacheView& cache, const __nv_bfloat16* k_new, const
                      int64_t token_stride, const int32_t* slots, int64_t n_tok, cudaStream_t stream) {
   const int64_t n_vec = cache.n_head_kv * cache.head_dim / 8;
   const dim3 grid(static_cast<unsigned>((n_vec + kThreads - 1) / kThreads), static_cast<unsigned>(n_tok));
-  kv_store_kernel<<<grid, kThreads, 0, stream>>>(cache, k_new, v_new, token_stride, slots, n_vec);
+  if (cache.bf16) {
+    kv_store_kernel<true><<<grid, kThreads, 0, stream>>>(cache, k_new, v_new, token_stride, slots, n_vec);
+  } else {
+    kv_store_kernel<false><<<grid, kThreads, 0, stream>>>(cache, k_new, v_new, token_stride, slots, n_vec);
+  }
   CUDA_CHECK(cudaGetLastError());
 }
 

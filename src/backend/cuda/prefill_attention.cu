@@ -6,7 +6,9 @@
 // KV-head group read the same K/V while it is in L2; the tiles run from the
 // last (the most keys) to the first, so the long blocks start first.
 //
-// Q is converted to F16 and staged in shared memory once. The K and V tiles
+// The cache holds F16 or BF16 (the view's bf16, a template parameter here):
+// the matrix products take that type. Q is converted to it (F16) or taken
+// as it is (BF16) and staged in shared memory once. The K and V tiles
 // of kBc keys are copied from the paged cache with cp.async into two shared
 // buffers (keys past the tile's last position are zero-filled and never
 // read from the cache), so the copy of key tile i + 1 overlaps the work on
@@ -17,7 +19,7 @@
 //      (only on the tiles that reach past the warp's first position),
 //   3. updates its online softmax (running max and sum per row, in log2
 //      units, F32) and rescales O,
-//   4. O += P V, P rounded to F16 in the registers that held S (the m16n8
+//   4. O += P V, P rounded to F16 (BF16) in the registers that held S (the m16n8
 //      accumulator layout of two n-tiles is the m16k16 A-fragment layout),
 //      the V fragments read by ldmatrix.trans.
 // A warp skips the tiles that are masked for all its rows and, in a short
@@ -81,17 +83,31 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const __half
                : "r"(smem_addr(p)));
 }
 
-// c += a · b, one m16n8k16 tile, F16 inputs, F32 accumulators.
-__device__ __forceinline__ void mma_f16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+// c += a · b, one m16n8k16 tile, F16 (BF16 with kBf16) inputs, F32 accumulators.
+template <bool kBf16>
+__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (kBf16) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
 }
 
 __device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi) {
   return static_cast<uint32_t>(__half_as_ushort(__float2half_rn(lo))) |
          (static_cast<uint32_t>(__half_as_ushort(__float2half_rn(hi))) << 16);
+}
+
+// Two F32 as the matrix inputs' type.
+template <bool kBf16>
+__device__ __forceinline__ uint32_t pack_in2(float lo, float hi) {
+  return kBf16 ? pack2(lo, hi) : pack_f16x2(lo, hi);
 }
 
 // Eight BF16 to eight F16, saturating at the F16 range (exact inside it).
@@ -104,8 +120,9 @@ __device__ __forceinline__ uint4 bf16x8_to_f16x8(uint4 v) {
                     pack_f16x2(f[6], f[7]));
 }
 
-// The tile's q rows of head h into sQ as F16 (rows past n_rows as zeros).
-template <int D>
+// The tile's q rows of head h into sQ as F16, or as BF16 with kBf16 (rows
+// past n_rows as zeros).
+template <int D, bool kBf16>
 __device__ void stage_q(const __nv_bfloat16* __restrict__ q, const PrefillTile& tile, int h, int n_head,
                         __half* sq) {
   constexpr int kChunks = D / 8;
@@ -114,7 +131,8 @@ __device__ void stage_q(const __nv_bfloat16* __restrict__ q, const PrefillTile& 
     uint4 v = make_uint4(0, 0, 0, 0);
     if (r < tile.n_rows) {
       const int64_t off = (static_cast<int64_t>(tile.row + r) * n_head + h) * D + 8 * ch;
-      v = bf16x8_to_f16x8(__ldg(reinterpret_cast<const uint4*>(q + off)));
+      v = __ldg(reinterpret_cast<const uint4*>(q + off));
+      if constexpr (!kBf16) v = bf16x8_to_f16x8(v);
     }
     *reinterpret_cast<uint4*>(sq + r * Config<D>::kStride + 8 * ch) = v;
   }
@@ -145,7 +163,7 @@ __device__ void load_kv_tile(const KvCacheView& cache, const int32_t* __restrict
 // One warp's 16 rows: the Q fragments (when kept in registers), the online
 // softmax state of the lane's two rows (g and g + 8 of the m16n8 layout)
 // and its share of O.
-template <int D>
+template <int D, bool kBf16>
 struct WarpRows {
   using C = Config<D>;
   static constexpr int kKSteps = D / 16;
@@ -186,8 +204,8 @@ struct WarpRows {
       for (int np = 0; np < C::kBc / 16; ++np) {
         uint32_t b[4];  // keys (np16 + 0-7 | 8-15) x dims (0-7 | 8-15) of this k-step
         ldmatrix_x4(b, sk + (np * 16 + lane / 16 * 8 + lane % 8) * C::kStride + kk * 16 + (lane / 8) % 2 * 8);
-        mma_f16(s[2 * np], a, b[0], b[1]);
-        mma_f16(s[2 * np + 1], a, b[2], b[3]);
+        mma<kBf16>(s[2 * np], a, b[0], b[1]);
+        mma<kBf16>(s[2 * np + 1], a, b[2], b[3]);
       }
     }
   }
@@ -238,15 +256,16 @@ struct WarpRows {
   __device__ void accumulate(const float (&p)[C::kBc / 8][4], const __half* sv, int lane) {
 #pragma unroll
     for (int kk = 0; kk < C::kBc / 16; ++kk) {
-      const uint32_t a[4] = {pack_f16x2(p[2 * kk][0], p[2 * kk][1]), pack_f16x2(p[2 * kk][2], p[2 * kk][3]),
-                             pack_f16x2(p[2 * kk + 1][0], p[2 * kk + 1][1]),
-                             pack_f16x2(p[2 * kk + 1][2], p[2 * kk + 1][3])};
+      const uint32_t a[4] = {pack_in2<kBf16>(p[2 * kk][0], p[2 * kk][1]),
+                             pack_in2<kBf16>(p[2 * kk][2], p[2 * kk][3]),
+                             pack_in2<kBf16>(p[2 * kk + 1][0], p[2 * kk + 1][1]),
+                             pack_in2<kBf16>(p[2 * kk + 1][2], p[2 * kk + 1][3])};
 #pragma unroll
       for (int np = 0; np < D / 16; ++np) {
         uint32_t b[4];  // keys (kk16 + 0-7 | 8-15) x dims (np16 + 0-7 | 8-15), transposed
         ldmatrix_x4_trans(b, sv + (kk * 16 + (lane / 8) % 2 * 8 + lane % 8) * C::kStride + np * 16 + lane / 16 * 8);
-        mma_f16(o[2 * np], a, b[0], b[1]);
-        mma_f16(o[2 * np + 1], a, b[2], b[3]);
+        mma<kBf16>(o[2 * np], a, b[0], b[1]);
+        mma<kBf16>(o[2 * np + 1], a, b[2], b[3]);
       }
     }
   }
@@ -274,7 +293,7 @@ struct WarpRows {
 };
 
 // grid: x = query heads, y = tiles (last first).
-template <int D>
+template <int D, bool kBf16>
 __global__ void __launch_bounds__(kThreads)
     prefill_attention_kernel(KvCacheView cache, const __nv_bfloat16* __restrict__ q,
                              const PrefillTile* __restrict__ tiles, const int32_t* __restrict__ block_table,
@@ -291,10 +310,10 @@ __global__ void __launch_bounds__(kThreads)
 
   load_kv_tile<D>(cache, table, kvh, 0, kv_end, skv, skv + C::kTileHalves);
   cp_async_commit();
-  stage_q<D>(q, tile, h, shape.n_head, sq);
+  stage_q<D, kBf16>(q, tile, h, shape.n_head, sq);
   __syncthreads();
   const __half* sq_warp = sq + warp * 16 * C::kStride;
-  WarpRows<D> rows;
+  WarpRows<D, kBf16> rows;
   rows.init(sq_warp, lane);
   const int first_pos = tile.pos + warp * 16;  // the warp's first row's position
   const bool active = warp * 16 < tile.n_rows;
@@ -319,18 +338,26 @@ __global__ void __launch_bounds__(kThreads)
   if (active) rows.store(out, tile, h, shape.n_head, warp * 16, lane);
 }
 
+template <int D, bool kBf16>
+void launch_for_type(const KvCacheView& cache, const __nv_bfloat16* q, const PrefillTile* tiles,
+                     const int32_t* block_table, const PrefillShape& shape, float scale, __nv_bfloat16* out,
+                     cudaStream_t stream) {
+  constexpr size_t kBytes = Config<D>::kSmemBytes;
+  // Set at every launch: the attribute is per device, and this is cheap.
+  CUDA_CHECK(cudaFuncSetAttribute(prefill_attention_kernel<D, kBf16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(kBytes)));
+  const dim3 grid(static_cast<unsigned>(shape.n_head), static_cast<unsigned>(shape.n_tiles));
+  prefill_attention_kernel<D, kBf16><<<grid, kThreads, kBytes, stream>>>(cache, q, tiles, block_table, shape,
+                                                                         scale * kLog2e, out);
+  CUDA_CHECK(cudaGetLastError());
+}
+
 template <int D>
 void launch_for_dim(const KvCacheView& cache, const __nv_bfloat16* q, const PrefillTile* tiles,
                     const int32_t* block_table, const PrefillShape& shape, float scale, __nv_bfloat16* out,
                     cudaStream_t stream) {
-  constexpr size_t kBytes = Config<D>::kSmemBytes;
-  // Set at every launch: the attribute is per device, and this is cheap.
-  CUDA_CHECK(cudaFuncSetAttribute(prefill_attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(kBytes)));
-  const dim3 grid(static_cast<unsigned>(shape.n_head), static_cast<unsigned>(shape.n_tiles));
-  prefill_attention_kernel<D><<<grid, kThreads, kBytes, stream>>>(cache, q, tiles, block_table, shape,
-                                                                  scale * kLog2e, out);
-  CUDA_CHECK(cudaGetLastError());
+  if (cache.bf16) return launch_for_type<D, true>(cache, q, tiles, block_table, shape, scale, out, stream);
+  launch_for_type<D, false>(cache, q, tiles, block_table, shape, scale, out, stream);
 }
 
 }  // namespace

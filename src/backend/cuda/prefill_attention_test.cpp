@@ -22,7 +22,9 @@ namespace {
 using testing::within;
 
 // The output is BF16 (rounding RMS about 1.6e-3 relative); P rounded to F16
-// for P·V adds ~3e-4, the F32 softmax ~1e-6. 5e-3 is three times the rounding.
+// for P·V adds ~3e-4 (to BF16, with a BF16 cache, up to ~2.4e-3 per
+// probability, less once averaged over the keys), the F32 softmax ~1e-6.
+// 5e-3 is three times the rounding of the F16 case.
 constexpr double kTol = 5e-3;
 
 // The micro-batch holds positions [pos, pos + n_new) of a sequence whose
@@ -34,6 +36,7 @@ struct Chunk {
 struct Case {
   int64_t n_head_kv, gqa, head_dim;
   std::vector<Chunk> seqs;  // in micro-batch order, one row of the block tables each
+  bool bf16 = false;        // a BF16 cache (-ctk bf16 -ctv bf16), else F16
 };
 
 // The step input's host arrays for c: rows sequence by sequence.
@@ -52,12 +55,15 @@ Batch batch_of(const Case& c) {
   return b;
 }
 
-std::vector<uint16_t> random_f16(size_t n, std::mt19937& rng) {
+// Normal values as F16, or BF16 bits.
+std::vector<uint16_t> random_kv(size_t n, std::mt19937& rng, bool bf16) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<uint16_t> v(n);
-  for (uint16_t& h : v) h = f32_to_f16(normal(rng));
+  for (uint16_t& h : v) h = bf16 ? f32_to_bf16(normal(rng)) : f32_to_f16(normal(rng));
   return v;
 }
+
+float kv_value(uint16_t bits, bool bf16) { return bf16 ? bf16_to_f32(bits) : f16_to_f32(bits); }
 
 // Shuffled, non-contiguous block tables [n_seq, max_blocks] over n_blocks
 // blocks (some belong to nobody); unused entries are -1 (never read).
@@ -99,8 +105,8 @@ Inputs random_inputs(const Case& c, std::mt19937& rng) {
   in.n_blocks = used + 7;
   in.table = random_tables(ctx, in.max_blocks, in.n_blocks, rng);
   const size_t cache_elems = static_cast<size_t>(in.n_blocks * kKvBlockSize * c.n_head_kv * c.head_dim);
-  in.k = random_f16(cache_elems, rng);
-  in.v = random_f16(cache_elems, rng);
+  in.k = random_kv(cache_elems, rng, c.bf16);
+  in.v = random_kv(cache_elems, rng, c.bf16);
   in.q = testing::random_bf16(in.batch.positions.size() * static_cast<size_t>(in.n_head * c.head_dim), rng);
   in.scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
   return in;
@@ -122,7 +128,7 @@ std::vector<double> reference(const Case& c, const Inputs& in) {
         std::vector<double> score(static_cast<size_t>(n_keys));
         for (int64_t j = 0; j < n_keys; ++j) {
           double dot = 0.0;
-          for (int64_t i = 0; i < d; ++i) dot += static_cast<double>(qh[i]) * f16_to_f32(in.k[at(j, h / c.gqa) + i]);
+          for (int64_t i = 0; i < d; ++i) dot += static_cast<double>(qh[i]) * kv_value(in.k[at(j, h / c.gqa) + i], c.bf16);
           score[j] = dot * in.scale;
         }
         const double top = *std::max_element(score.begin(), score.end());
@@ -130,7 +136,7 @@ std::vector<double> reference(const Case& c, const Inputs& in) {
         for (double& x : score) sum += (x = std::exp(x - top));
         double* o = want.data() + (t * in.n_head + h) * d;
         for (int64_t j = 0; j < n_keys; ++j) {
-          for (int64_t i = 0; i < d; ++i) o[i] += score[j] / sum * f16_to_f32(in.v[at(j, h / c.gqa) + i]);
+          for (int64_t i = 0; i < d; ++i) o[i] += score[j] / sum * kv_value(in.v[at(j, h / c.gqa) + i], c.bf16);
         }
       }
     }
@@ -140,7 +146,7 @@ std::vector<double> reference(const Case& c, const Inputs& in) {
 
 std::string describe(const Case& c) {
   std::string what = "prefill kv_heads " + std::to_string(c.n_head_kv) + " gqa " + std::to_string(c.gqa) +
-                     " head_dim " + std::to_string(c.head_dim) + " chunks";
+                     " head_dim " + std::to_string(c.head_dim) + (c.bf16 ? " bf16" : "") + " chunks";
   for (const Chunk& s : c.seqs) {
     what += ' ';
     what += std::to_string(s.pos);
@@ -167,7 +173,7 @@ void check_prefill(const Case& c, uint32_t seed) {
   dtiles.upload(tiles);
   testing::poison(dout);
   KvCacheView cache{reinterpret_cast<__half*>(dk.data()), reinterpret_cast<__half*>(dv.data()), in.n_blocks,
-                    c.n_head_kv, c.head_dim};
+                    c.n_head_kv, c.head_dim, c.bf16};
   prefill_attention(cache, testing::as_bf16(dq), dtiles.data(), static_cast<int64_t>(tiles.size()), dtable.data(),
                     in.max_blocks, in.n_head, static_cast<float>(in.scale), testing::as_bf16(dout), nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -189,6 +195,7 @@ TEST(CudaPrefillAttention, MatchesTheF64ReferenceOnShuffledPagedCaches) {
   }
   check_prefill({8, 4, 128, {{0, 600}, {1000, 200}}}, seed++);  // llama3-8b heads, a long chunked prompt
   check_prefill({1, 3, 256, {{0, 90}, {45, 40}}}, seed++);      // head_dim 256, a group of 3
+  for (int64_t head_dim : {64, 128, 256}) check_prefill({2, 4, head_dim, seqs, true}, seed++);  // BF16 caches
 }
 
 TEST(CudaPrefillTiles, CoverEveryRowOnceWithinOneSequenceRun) {
