@@ -7,6 +7,10 @@
 //                          the copy ceiling
 //   {"op":"matvec_q8", ...} the same for the int8-activation kernels
 //                          (matvec_q8.h), activations already quantized
+//   {"op":"parts", ...}    the q, k and v projections of llama3-8b (4096,
+//                          1024, 1024 rows of 4096), and gate and up (14336
+//                          rows each), a launch each and as one
+//                          (matvec_parts / matvec_q8_parts), n_tok 1 and 8
 //   {"op":"quantize_activations", ...}  their quantizer, n_in 4096 and 14336
 //   {"op":"gemm", ...}     the prefill matmul (gemm.h): the BF16 cuBLAS
 //                          ceiling on a square 8192 product, then each type
@@ -119,7 +123,9 @@ void bench_matvec(gguf::TensorType type, int64_t n_in, int64_t n_out, double cei
   }
 }
 
-// As bench_matvec with matvec_q8 on activations quantized beforehand.
+// As bench_matvec with matvec_q8 on activations quantized beforehand, x
+// read from each block's shared copy (the kernel the forward uses) and from
+// device memory (the other kernel), in the same run.
 void bench_matvec_q8(gguf::TensorType type, int64_t n_in, int64_t n_out, double ceiling) {
   const size_t w_bytes = gguf::row_bytes(type, n_in) * static_cast<size_t>(n_out);
   const int copies = copies_for(w_bytes);
@@ -129,17 +135,66 @@ void bench_matvec_q8(gguf::TensorType type, int64_t n_in, int64_t n_out, double 
   Bytes x(8 * static_cast<size_t>(n_in) * 2), y(8 * static_cast<size_t>(n_out) * 4);
   Bytes xq(q8_activation_bytes(8, n_in));
   CUDA_CHECK(cudaMemset(x.as<void>(), 0x3C, x.size()));
+  for (const Q8XSource source : {Q8XSource::shared_where_it_fits, Q8XSource::global}) {
+    for (int64_t n_tok : {1, 2, 4, 6, 8}) {
+      quantize_activations(x.as<__nv_bfloat16>(), n_tok, n_in, xq.as<void>(), nullptr);
+      const double s = time_launches([&](int i) {
+        matvec_q8(type, w.as<char>() + stride * static_cast<size_t>(i % copies), xq.as<void>(), y.as<void>(),
+                  OutType::bf16, n_tok, n_in, n_out, nullptr, source);
+      });
+      const double gbps = static_cast<double>(w_bytes) / s / 1e9;
+      std::printf("{\"op\":\"matvec_q8\",\"x\":\"%s\",\"type\":\"%s\",\"n_in\":%lld,\"n_out\":%lld,"
+                  "\"n_tok\":%lld,\"weight_bytes\":%zu,\"us\":%.2f,\"gbps\":%.1f,\"fraction_of_copy\":%.3f}\n",
+                  source == Q8XSource::global ? "global" : "shared", std::string(gguf::type_name(type)).c_str(),
+                  static_cast<long long>(n_in), static_cast<long long>(n_out), static_cast<long long>(n_tok), w_bytes,
+                  s * 1e6, gbps, gbps / ceiling);
+    }
+  }
+}
+
+// Matrices of 4096 columns with these rows (llama3-8b's q, k, v or gate,
+// up), a launch each against one launch.
+void bench_parts(const char* name, gguf::TensorType type, const std::vector<int64_t>& rows, double ceiling) {
+  const int64_t n_in = 4096;
+  int64_t all_rows = 0;
+  for (int64_t r : rows) all_rows += r;
+  const size_t row = gguf::row_bytes(type, n_in);
+  const size_t w_bytes = row * static_cast<size_t>(all_rows);
+  const int copies = copies_for(w_bytes);
+  const size_t stride = (w_bytes + 255) / 256 * 256;
+  Bytes w(stride * static_cast<size_t>(copies)), x(8 * static_cast<size_t>(n_in) * 2);
+  Bytes y(8 * static_cast<size_t>(all_rows) * 2), xq(q8_activation_bytes(8, n_in));
+  CUDA_CHECK(cudaMemset(w.as<void>(), 0x3C, w.size()));
+  CUDA_CHECK(cudaMemset(x.as<void>(), 0x3C, x.size()));
+  const bool q8 = can_matvec_q8(type);
   for (int64_t n_tok : {1, 8}) {
-    quantize_activations(x.as<__nv_bfloat16>(), n_tok, n_in, xq.as<void>(), nullptr);
-    const double s = time_launches([&](int i) {
-      matvec_q8(type, w.as<char>() + stride * static_cast<size_t>(i % copies), xq.as<void>(), y.as<void>(),
-                OutType::bf16, n_tok, n_in, n_out, nullptr);
+    if (q8) quantize_activations(x.as<__nv_bfloat16>(), n_tok, n_in, xq.as<void>(), nullptr);
+    // The parts of launch i: matrix p at copy i's offset, y side by side.
+    auto parts_of = [&](int i) {
+      std::vector<MatvecPart> parts;
+      size_t w_off = stride * static_cast<size_t>(i % copies), y_off = 0;
+      for (int64_t n_out : rows) {
+        parts.push_back({w.as<char>() + w_off, y.as<char>() + y_off, n_out});
+        w_off += row * static_cast<size_t>(n_out);
+        y_off += static_cast<size_t>(8 * n_out) * 2;
+      }
+      return parts;
+    };
+    auto run = [&](std::span<const MatvecPart> parts) {
+      if (q8) {
+        matvec_q8_parts(type, parts, xq.as<void>(), OutType::bf16, n_tok, n_in, nullptr);
+      } else {
+        matvec_parts(type, parts, x.as<__nv_bfloat16>(), OutType::bf16, n_tok, n_in, nullptr);
+      }
+    };
+    const double apart = time_launches([&](int i) {
+      for (const MatvecPart& p : parts_of(i)) run({&p, 1});
     });
-    const double gbps = static_cast<double>(w_bytes) / s / 1e9;
-    std::printf("{\"op\":\"matvec_q8\",\"type\":\"%s\",\"n_in\":%lld,\"n_out\":%lld,\"n_tok\":%lld,"
-                "\"weight_bytes\":%zu,\"us\":%.2f,\"gbps\":%.1f,\"fraction_of_copy\":%.3f}\n",
-                std::string(gguf::type_name(type)).c_str(), static_cast<long long>(n_in), static_cast<long long>(n_out),
-                static_cast<long long>(n_tok), w_bytes, s * 1e6, gbps, gbps / ceiling);
+    const double joint = time_launches([&](int i) { run(parts_of(i)); });
+    std::printf("{\"op\":\"parts\",\"name\":\"%s\",\"type\":\"%s\",\"n_tok\":%lld,\"weight_bytes\":%zu,"
+                "\"launch_each_us\":%.2f,\"one_launch_us\":%.2f,\"fraction_of_copy\":%.3f}\n",
+                name, std::string(gguf::type_name(type)).c_str(), static_cast<long long>(n_tok), w_bytes, apart * 1e6,
+                joint * 1e6, static_cast<double>(w_bytes) / joint / 1e9 / ceiling);
   }
 }
 
@@ -293,6 +348,10 @@ int run() {
     bench_matvec_q8(type, 4096, 4096, ceiling);
     bench_matvec_q8(type, 4096, 14336, ceiling);
     bench_matvec_q8(type, 14336, 4096, ceiling);
+  }
+  for (TensorType type : {TensorType::BF16, TensorType::Q8_0, TensorType::Q4_K}) {
+    bench_parts("qkv", type, {4096, 1024, 1024}, ceiling);
+    bench_parts("gate_up", type, {14336, 14336}, ceiling);
   }
   for (int64_t n_in : {4096, 14336}) bench_quantize_activations(n_in);
   bench_gemm(TensorType::BF16, 8192, 8192, 8192);

@@ -77,9 +77,11 @@ CudaBackend::CudaBackend(const backend::BackendOptions& options, const backend::
   if (kv.block_size != kKvBlockSize) {
     fail("cuda{}: the KV cache needs blocks of {} tokens, got {}", device_index_, kKvBlockSize, kv.block_size);
   }
-  if (kv.type_k != gguf::TensorType::F16 || kv.type_v != gguf::TensorType::F16) {
-    fail("cuda{}: the KV cache on a GPU is f16 (-ctk f16 -ctv f16), got -ctk {} -ctv {}", device_index_,
-         gguf::type_name(kv.type_k), gguf::type_name(kv.type_v));
+  const bool kv_16bit = kv.type_k == gguf::TensorType::F16 || kv.type_k == gguf::TensorType::BF16;
+  if (!kv_16bit || kv.type_v != kv.type_k) {
+    fail("cuda{}: the KV cache on a GPU is f16 or bf16, the same for K and V (-ctk f16 -ctv f16, or -ctk bf16 "
+         "-ctv bf16), got -ctk {} -ctv {}",
+         device_index_, gguf::type_name(kv.type_k), gguf::type_name(kv.type_v));
   }
   if (limits.head_dim != 64 && limits.head_dim != 128 && limits.head_dim != 256) {
     fail("cuda{}: attention supports heads of 64, 128 or 256 dims, the model has {}", device_index_,
@@ -171,9 +173,9 @@ void CudaBackend::require_weight_room(size_t bytes) const {
 
 void CudaBackend::report_upload(size_t bytes, std::chrono::steady_clock::time_point start, bool progress) const {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print(stderr, "{}cuda{}: {:.2f} GB of weights on the device in {:.1f} s; KV cache {:.2f} GB (f16)\n",
+  fmt::print(stderr, "{}cuda{}: {:.2f} GB of weights on the device in {:.1f} s; KV cache {:.2f} GB ({})\n",
              progress ? "\r" : "", device_index_, static_cast<double>(bytes) / 1e9, s,
-             static_cast<double>(kv_bytes()) / 1e9);
+             static_cast<double>(kv_bytes()) / 1e9, gguf::type_name(limits_.kv.type_k));
 }
 
 void CudaBackend::load_weights(std::span<const uint8_t> host, std::span<const ConstTensorView> shards) {
@@ -253,11 +255,13 @@ KvCacheView CudaBackend::kv_layer(int layer) {
   c.n_blocks = s.n_blocks;
   c.n_head_kv = s.n_head_kv;
   c.head_dim = s.head_dim;
+  c.bf16 = s.type_k == TensorType::BF16;
   return c;
 }
 
 void CudaBackend::begin_step(const backend::StepInput& in) {
   CUDA_CHECK(cudaSetDevice(device_index_));  // the thread that drives the backend may have changed
+  flush_matvecs();
   flush_add();  // the last add of a step without logits
   invalidate_quantized();
   step_.upload(in, stream_);
@@ -272,6 +276,7 @@ void CudaBackend::get_rows(ConstTensorView table, std::span<const int32_t> ids, 
 
 void CudaBackend::rms_norm(ConstTensorView x, ConstTensorView weight, float eps, TensorView y) {
   if (replaying()) return;
+  flush_matvecs();
   invalidate_quantized();
   auto* xp = const_cast<__nv_bfloat16*>(bf16(x, "rms_norm"));
   __nv_bfloat16* yp = bf16(y, "rms_norm");
@@ -282,7 +287,9 @@ void CudaBackend::rms_norm(ConstTensorView x, ConstTensorView weight, float eps,
     pending_ = {};
   }
   flush_add();
-  cuda::rms_norm(xp, residual, f32_on_device(weight), x.n_rows, x.n_cols, eps, yp, stream_);
+  void* xq = quantize_output(y);
+  cuda::rms_norm(xp, residual, f32_on_device(weight), x.n_rows, x.n_cols, eps, yp, stream_, xq);
+  if (xq != nullptr) quantized_as(y);
 }
 
 void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
@@ -297,14 +304,21 @@ void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
     flush_add();
     void* out = to_host ? logits_.data() : static_cast<void*>(bf16(y, "matmul"));
     const OutType type = to_host ? OutType::f32 : OutType::bf16;
-    const __nv_bfloat16* in = bf16(x, "matmul");
+    const bool q8 = can_matvec_q8(w.type) && x.n_rows <= kMatvecQ8MaxTokens;
     const bool gemm_bf16 = w.type == TensorType::BF16 && x.n_rows >= kGemmMinTokensBf16;
-    if (can_matvec_q8(w.type) && x.n_rows <= kMatvecQ8MaxTokens) {
-      matvec_q8(w.type, on_device(w), quantized(x), out, type, x.n_rows, w.n_cols, w.n_rows, stream_);
-    } else if (x.n_rows <= kMatvecMaxTokens && !gemm_bf16) {
-      matvec(w.type, on_device(w), in, out, type, x.n_rows, w.n_cols, w.n_rows, stream_);
+    const bool vec = !q8 && x.n_rows <= kMatvecMaxTokens && !gemm_bf16;
+    if ((q8 || vec) && !to_host) {
+      defer_matvec(w, x, out, q8);
     } else {
-      gemm_->run(w.type, on_device(w), w.n_rows, w.n_cols, in, x.n_rows, out, type);
+      flush_matvecs();
+      if (q8) {
+        q8_seen_ = true;
+        matvec_q8(w.type, on_device(w), quantized(x), out, type, x.n_rows, w.n_cols, w.n_rows, stream_);
+      } else if (vec) {
+        matvec(w.type, on_device(w), bf16(x, "matmul"), out, type, x.n_rows, w.n_cols, w.n_rows, stream_);
+      } else {
+        gemm_->run(w.type, on_device(w), w.n_rows, w.n_cols, bf16(x, "matmul"), x.n_rows, out, type);
+      }
     }
   }
   if (y.data == quantized_of_) invalidate_quantized();
@@ -313,6 +327,38 @@ void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
     CUDA_CHECK(cudaMemcpyAsync(y.data, logits_.data(), static_cast<size_t>(y.n_rows * y.n_cols) * 4,
                                cudaMemcpyDeviceToHost, stream_));
     CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+}
+
+void CudaBackend::defer_matvec(ConstTensorView w, ConstTensorView x, void* out, bool q8) {
+  PendingMatvecs& m = matvecs_;
+  const bool joins = m.n > 0 && m.n < kMatvecMaxParts && m.type == w.type && m.q8 == q8 && m.x == x.data &&
+                     m.n_tok == x.n_rows && m.n_in == w.n_cols;
+  if (!joins) {
+    flush_matvecs();  // before quantized() may overwrite the activations a waiting launch reads
+    m.type = w.type;
+    m.q8 = q8;
+    m.x = x.data;
+    m.n_tok = x.n_rows;
+    m.n_in = w.n_cols;
+    if (q8) {
+      q8_seen_ = true;
+      (void)quantized(x);  // made now (or already), read when the launch goes out
+    }
+  }
+  m.parts[m.n++] = MatvecPart{on_device(w), out, w.n_rows};
+}
+
+void CudaBackend::flush_matvecs() {
+  PendingMatvecs& m = matvecs_;
+  if (m.n == 0) return;
+  const std::span<const MatvecPart> parts(m.parts.data(), m.n);
+  m.n = 0;
+  if (m.q8) {
+    matvec_q8_parts(m.type, parts, quantized_.data(), OutType::bf16, m.n_tok, m.n_in, stream_);
+  } else {
+    matvec_parts(m.type, parts, reinterpret_cast<const __nv_bfloat16*>(m.x), OutType::bf16, m.n_tok, m.n_in,
+                 stream_);
   }
 }
 
@@ -327,6 +373,7 @@ void CudaBackend::add(TensorView x, ConstTensorView y) {
 
 bool CudaBackend::begin_op() {
   if (replaying()) return false;
+  flush_matvecs();
   invalidate_quantized();
   flush_add();
   return true;
@@ -335,11 +382,20 @@ bool CudaBackend::begin_op() {
 const void* CudaBackend::quantized(ConstTensorView x) {
   if (quantized_of_ != x.data || quantized_rows_ != x.n_rows || quantized_cols_ != x.n_cols) {
     quantize_activations(bf16(x, "matmul"), x.n_rows, x.n_cols, quantized_.data(), stream_);
-    quantized_of_ = x.data;
-    quantized_rows_ = x.n_rows;
-    quantized_cols_ = x.n_cols;
+    quantized_as(x);
   }
   return quantized_.data();
+}
+
+void CudaBackend::quantized_as(ConstTensorView x) {
+  quantized_of_ = x.data;
+  quantized_rows_ = x.n_rows;
+  quantized_cols_ = x.n_cols;
+}
+
+void* CudaBackend::quantize_output(ConstTensorView y) {
+  const bool fits = y.n_rows <= kMatvecQ8MaxTokens && y.n_cols <= limits_.max_row && y.n_cols % 32 == 0;
+  return q8_seen_ && fits ? quantized_.data() : nullptr;
 }
 
 void CudaBackend::flush_add() {
@@ -350,8 +406,10 @@ void CudaBackend::flush_add() {
 
 void CudaBackend::silu_mul(ConstTensorView gate, ConstTensorView up, TensorView y) {
   if (!begin_op()) return;
+  void* xq = quantize_output(y);
   cuda::silu_mul(bf16(gate, "silu_mul"), bf16(up, "silu_mul"), bf16(y, "silu_mul"), gate.n_rows * gate.n_cols,
-                 stream_);
+                 stream_, xq);
+  if (xq != nullptr) quantized_as(y);
 }
 
 void CudaBackend::rope(const backend::RopeParams& p, TensorView x, int64_t n_heads, const backend::StepInput& in) {
@@ -375,6 +433,7 @@ void CudaBackend::rope(const backend::RopeParams& p, TensorView x, int64_t n_hea
 
 void CudaBackend::store_kv(int layer, ConstTensorView k, ConstTensorView v, const backend::StepInput& in) {
   if (replaying()) return;
+  flush_matvecs();
   flush_add();
   kv_store(kv_layer(layer), bf16(k, "store_kv"), bf16(v, "store_kv"), k.n_cols, step_.kv_slots(), in.n_tok,
            stream_);

@@ -1,6 +1,7 @@
 // The CUDA implementation of backend::Backend: the forward's ops as kernels
 // on one GPU and one stream, activations BF16 with F32 math (DESIGN.md,
-// Numerics), the paged KV cache in F16 on the device.
+// Numerics), the paged KV cache in F16 or BF16 (-ctk/-ctv, the same for
+// both) on the device.
 //
 // Weights: load_weights() copies the model file's tensor data to the device
 // once, in its file type; a weight view (a host address inside that data)
@@ -21,17 +22,24 @@
 //
 // The int8 activations of the quantized matvec are made once per input: the
 // q, k and v projections (and gate and up) share one quantization of their
-// input, until an op writes activations again.
+// input, until an op writes activations again. Once a matmul has taken the
+// quantized matvec, the RMS norm and SiLU·mul of decode-sized steps write
+// their output quantized too, in the same kernel, so that the matvecs that
+// read it find it made (one launch and one pass over it fewer; the bytes
+// are those of the separate quantizer).
 //
 // Fusion: a residual add (x += y) waits until the next op; if that op is the
 // RMS norm of x, the two run as one kernel (the norm's fused residual), as
 // they do at every block boundary of the forward. Any other op launches the
-// add first.
+// add first. Decode-sized matmuls wait too: consecutive ones that read the
+// same x (q, k and v; gate and up) go out as one launch (matvec_parts.h)
+// when the next op, or a caller of queue(), comes.
 //
 // Ownership: everything is allocated in the constructor and in
 // load_weights(); no op allocates. Thread safety: one thread drives it.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -46,6 +54,7 @@
 #include "backend/cuda/attention.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/gemm.h"
+#include "backend/cuda/matvec_parts.h"
 #include "backend/cuda/step_buffers.h"
 #include "backend/cuda/step_graphs.h"
 
@@ -75,7 +84,11 @@ class CudaBackend final : public backend::Backend {
   backend::MemoryUse memory() const override;
   backend::Tensor alloc(int64_t n_rows, int64_t n_cols) override;
   backend::Tensor alloc_host(int64_t n_rows, int64_t n_cols) override;
-  comm::Queue queue() override { return {stream_}; }
+  // Launches the matvecs that wait (the caller enqueues behind the ops).
+  comm::Queue queue() override {
+    flush_matvecs();
+    return {stream_};
+  }
   void load_weights(std::span<const uint8_t> host, std::span<const backend::ConstTensorView> shards) override;
   // On this backend's stream: a P2pCommunicator (-ar p2p), an
   // NcclCommunicator (-ar nccl), or a StagedCommunicator (-ar host; the
@@ -112,6 +125,13 @@ class CudaBackend final : public backend::Backend {
   bool replaying() const { return graphs_.mode() == StepGraphs::Mode::replay; }
   // Launches a waiting residual add. Every op but rms_norm calls it first.
   void flush_add();
+  // A decode-sized matmul into the device: joins the waiting launch if it
+  // reads the same x with the same type, n_in and path (room for
+  // kMatvecMaxParts), else launches that one and starts a new one.
+  void defer_matvec(backend::ConstTensorView w, backend::ConstTensorView x, void* out, bool q8);
+  // Launches the waiting matvecs, if any. Every op calls it first, and so
+  // does queue().
+  void flush_matvecs();
   // The start of an op that writes activations: false while a graph
   // replays (nothing to enqueue); else launches a waiting add and forgets
   // the quantized activations, which the op may overwrite.
@@ -119,6 +139,12 @@ class CudaBackend final : public backend::Backend {
   // x quantized for matvec_q8, made once until invalidate_quantized().
   const void* quantized(backend::ConstTensorView x);
   void invalidate_quantized() { quantized_of_ = nullptr; }
+  // Records that quantized_ now holds x's quantization.
+  void quantized_as(backend::ConstTensorView x);
+  // Where an op writing y should also write it quantized (quantized_), or
+  // null: before any quantized matvec ran, or for a y too large or not of
+  // whole 32-blocks.
+  void* quantize_output(backend::ConstTensorView y);
 
   int device_index_;
   backend::BackendLimits limits_;
@@ -137,7 +163,7 @@ class CudaBackend final : public backend::Backend {
   };
   std::unordered_map<ShardKey, size_t, ShardHash> shard_offsets_;  // a rank's shards in weights_
   std::unordered_map<const void*, DeviceBuffer<float>> vectors_;
-  DeviceBuffer<__half> kv_;             // [n_layer][K, V][n_blocks, block, n_head_kv, head_dim]
+  DeviceBuffer<__half> kv_;             // [n_layer][K, V][n_blocks, block, n_head_kv, head_dim], F16 or BF16 bits
   StepBuffers step_;
   DeviceBuffer<float> logits_;          // [n_max_tok, max_out] before the copy to the host
   DeviceBuffer<uint8_t> attention_ws_;  // split partials of attention_rows_ queries
@@ -146,10 +172,20 @@ class CudaBackend final : public backend::Backend {
   DeviceBuffer<uint8_t> quantized_;  // int8 activations of kMatvecQ8MaxTokens rows
   const void* quantized_of_ = nullptr;  // the activation they were made from, or null
   int64_t quantized_rows_ = 0, quantized_cols_ = 0;
+  bool q8_seen_ = false;  // a matmul took matvec_q8: norms and SiLU·mul quantize their outputs
   size_t scratch_bytes_ = 0;  // logits, attention and GEMM scratch, step buffers
   size_t allocated_ = 0;      // bytes handed out by alloc()
   StepGraphs graphs_;
   std::string allreduce_;  // the transport communicator() makes: p2p or host
+  // Matvecs not launched yet: parts[0..n) of one launch.
+  struct PendingMatvecs {
+    gguf::TensorType type{};
+    bool q8 = false;          // matvec_q8 on quantized_ (the quantization of x), else matvec on x
+    const void* x = nullptr;  // the BF16 input
+    int64_t n_tok = 0, n_in = 0;
+    std::array<MatvecPart, kMatvecMaxParts> parts{};
+    size_t n = 0;
+  } matvecs_;
   // A residual add not launched yet: x += y (both BF16 [n_rows, n_cols]).
   struct PendingAdd {
     __nv_bfloat16* x = nullptr;

@@ -45,8 +45,10 @@ void append(LogitRun& r, std::span<const float> l) { r.logits.insert(r.logits.en
 // them together, one token each per step.
 LogitRun teacher_forced(const model::Model& m, const std::string& device, const std::vector<int32_t>& a,
                    const std::vector<int32_t>& b, std::vector<float> tensor_split = {},
-                   const std::string& allreduce = "p2p") {
+                   const std::string& allreduce = "p2p", const std::string& kv_type = "f16") {
   engine::DecoderOptions o;
+  o.cache_type_k = kv_type;
+  o.cache_type_v = kv_type;
   o.allreduce = allreduce;
   o.split_mode = device.find(',') == std::string::npos ? "none" : "tensor";
   o.tensor_split = std::move(tensor_split);
@@ -177,6 +179,27 @@ TEST_P(CudaForward, MatchesTheCpuReference) {
   EXPECT_TRUE(g.finite) << name;
   EXPECT_LE(g.mean_kld, kMaxMeanKld) << name;
   EXPECT_EQ(g.misses, 0) << name << ": top-1 disagreements beyond a near-tie";
+}
+
+// -ctk bf16 -ctv bf16: the GPU's BF16 cache against the CPU's, same bounds.
+TEST(CudaForwardKvCache, Bf16MatchesTheCpuReference) {
+  COHORT_REQUIRE_CUDA_DEVICE();
+  for (const model::Family family : {model::Family::llama, model::Family::qwen3}) {
+    const std::string name = fmt::format("{}-q4_K -ctk bf16 -ctv bf16", model::family_name(family));
+    const auto m = random_model("tiny", family, gguf::TensorType::Q4_K);
+    std::mt19937 rng(9);
+    const std::vector<int32_t> a = random_tokens(kPrefillA + kDecodeSteps, m->hparams().n_vocab, rng);
+    const std::vector<int32_t> b = random_tokens(kPrefillB + kDecodeSteps, m->hparams().n_vocab, rng);
+    const LogitRun ref = teacher_forced(*m, "cpu", a, b, {}, "p2p", "bf16");
+    const LogitRun gpu = teacher_forced(*m, "cuda0", a, b, {}, "p2p", "bf16");
+    ASSERT_EQ(ref.logits.size(), gpu.logits.size());
+    const Agreement g = compare(ref, gpu);
+    std::printf("[ forward  ] %s: mean KLD %.3g, top-1 %.4f, largest disagreement %.2f of its tie bound, misses %d\n",
+                name.c_str(), g.mean_kld, g.top1, g.worst, g.misses);
+    EXPECT_TRUE(g.finite) << name;
+    EXPECT_LE(g.mean_kld, kMaxMeanKld) << name;
+    EXPECT_EQ(g.misses, 0) << name << ": top-1 disagreements beyond a near-tie";
+  }
 }
 
 // Tensor parallelism with the ranks sharing one GPU (-sm tensor -dev

@@ -19,6 +19,11 @@ void require_vectors(const char* op, int64_t n, std::initializer_list<const void
   }
 }
 
+// Rows quantized for matvec_q8 are whole 32-blocks.
+void require_quantizable(const char* op, int64_t n) {
+  if (n % 32 != 0) fail("cuda: {} quantizing rows of {} elements: needs a multiple of 32", op, n);
+}
+
 // As backend/cpu's yarn_corr_dim.
 float yarn_corr_dim(int64_t n_rot, int64_t n_ctx_orig, float n_rotations, float base) {
   return static_cast<float>(n_rot) *
@@ -29,11 +34,12 @@ float yarn_corr_dim(int64_t n_rot, int64_t n_ctx_orig, float n_rotations, float 
 }  // namespace
 
 void rms_norm(__nv_bfloat16* x, const __nv_bfloat16* residual, const float* weight, int64_t n_tok,
-              int64_t n, float eps, __nv_bfloat16* y, cudaStream_t stream) {
+              int64_t n, float eps, __nv_bfloat16* y, cudaStream_t stream, void* xq) {
   if (n <= 0 || weight == nullptr) fail("cuda: rms_norm of rows of {} elements (or no weight)", n);
-  require_vectors("rms_norm", n, {x, residual, weight, y});
+  require_vectors("rms_norm", n, {x, residual, weight, y, xq});
+  if (xq != nullptr) require_quantizable("rms_norm", n);
   if (n_tok < 0 || n_tok > INT32_MAX) fail("cuda: rms_norm of {} rows", n_tok);
-  if (n_tok > 0) kernels::launch_rms_norm(x, residual, weight, n_tok, n, eps, y, stream);
+  if (n_tok > 0) kernels::launch_rms_norm(x, residual, weight, n_tok, n, eps, y, xq, stream);
 }
 
 void rope(const RopeConfig& c, __nv_bfloat16* x, int64_t token_stride, const int32_t* positions,
@@ -64,9 +70,10 @@ void rope(const RopeConfig& c, __nv_bfloat16* x, int64_t token_stride, const int
 }
 
 void silu_mul(const __nv_bfloat16* gate, const __nv_bfloat16* up, __nv_bfloat16* y, int64_t n,
-              cudaStream_t stream) {
-  require_vectors("silu_mul", n, {gate, up, y});
-  if (n > 0) kernels::launch_silu_mul(gate, up, y, n, stream);
+              cudaStream_t stream, void* xq) {
+  require_vectors("silu_mul", n, {gate, up, y, xq});
+  if (xq != nullptr) require_quantizable("silu_mul", n);
+  if (n > 0) kernels::launch_silu_mul(gate, up, y, n, xq, stream);
 }
 
 void add(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* y, int64_t n, cudaStream_t stream) {

@@ -16,10 +16,14 @@ namespace cohort::cuda {
 // With `residual` non-null, first x [n_tok, n] = bf16(x + residual) is
 // written back (the residual stream) and the norm is taken of that rounded
 // sum, exactly as an add followed by a norm. weight [n] is F32.
-// REQUIRES: n > 0, n % 8 == 0; x, residual and y 16-byte aligned; y does not
-// overlap residual, and overlaps x only if it is x (an in-place norm).
+// With `xq` non-null, y is also written there quantized, the bytes of
+// matvec_q8.h's quantize_activations(y, n_tok, n, xq) (one pass fewer
+// before a quantized matvec that reads y).
+// REQUIRES: n > 0, n % 8 == 0 (n % 32 == 0 with xq); x, residual, y and xq
+// 16-byte aligned; y does not overlap residual, and overlaps x only if it
+// is x (an in-place norm).
 void rms_norm(__nv_bfloat16* x, const __nv_bfloat16* residual, const float* weight, int64_t n_tok,
-              int64_t n, float eps, __nv_bfloat16* y, cudaStream_t stream);
+              int64_t n, float eps, __nv_bfloat16* y, cudaStream_t stream, void* xq = nullptr);
 
 // Rotary position embedding, the arithmetic of backend/cpu rope(): pair p
 // (p < n_rot / 2) of each head rotates by angle pos * freq_scale *
@@ -46,10 +50,12 @@ struct RopeConfig {
 void rope(const RopeConfig& config, __nv_bfloat16* x, int64_t token_stride, const int32_t* positions,
           int64_t n_tok, int64_t n_heads, int64_t head_dim, cudaStream_t stream);
 
-// y [n] = silu(gate) * up = gate / (1 + exp(-gate)) * up, n elements.
-// REQUIRES: n % 8 == 0, every pointer 16-byte aligned; y may alias gate or up.
+// y [n] = silu(gate) * up = gate / (1 + exp(-gate)) * up, n elements;
+// xq as rms_norm's (the quantization of y as rows of any multiple of 32).
+// REQUIRES: n % 8 == 0 (n % 32 == 0 with xq), every pointer 16-byte
+// aligned; y may alias gate or up.
 void silu_mul(const __nv_bfloat16* gate, const __nv_bfloat16* up, __nv_bfloat16* y, int64_t n,
-              cudaStream_t stream);
+              cudaStream_t stream, void* xq = nullptr);
 
 // y [n] = a + b, n elements. REQUIRES as silu_mul; y may alias a or b.
 void add(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* y, int64_t n,

@@ -9,9 +9,10 @@
 
 namespace cohort::cuda::kernels {
 
-// Shapes checked by the caller: n_tok > 0, n > 0, n % 8 == 0, aligned.
+// Shapes checked by the caller: n_tok > 0, n > 0, n % 8 == 0, aligned; xq
+// null, or y's quantized activations (n % 32 == 0).
 void launch_rms_norm(__nv_bfloat16* x, const __nv_bfloat16* residual, const float* weight, int64_t n_tok,
-                     int64_t n, float eps, __nv_bfloat16* y, cudaStream_t stream);
+                     int64_t n, float eps, __nv_bfloat16* y, void* xq, cudaStream_t stream);
 
 // The per-call constants of rope, worked out on the host.
 struct RopeArgs {
@@ -27,8 +28,8 @@ struct RopeArgs {
 void launch_rope(const RopeArgs& args, __nv_bfloat16* x, int64_t token_stride, const int32_t* positions,
                  int64_t n_tok, int64_t n_heads, int64_t head_dim, cudaStream_t stream);
 
-// n > 0, n % 8 == 0, aligned.
-void launch_silu_mul(const __nv_bfloat16* gate, const __nv_bfloat16* up, __nv_bfloat16* y, int64_t n,
+// n > 0, n % 8 == 0, aligned; xq as launch_rms_norm's.
+void launch_silu_mul(const __nv_bfloat16* gate, const __nv_bfloat16* up, __nv_bfloat16* y, int64_t n, void* xq,
                      cudaStream_t stream);
 void launch_add(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* y, int64_t n,
                 cudaStream_t stream);

@@ -11,6 +11,7 @@
 #include "backend/cuda/cuda_test_util.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/kernel_test_util.h"
+#include "backend/cuda/matvec_q8.h"
 #include "common/error.h"
 #include "common/half.h"
 
@@ -37,7 +38,16 @@ void expect_close(const std::string& what, const std::vector<uint16_t>& got_bits
   EXPECT_TRUE(within(e, kTol)) << what << ": " << e;
 }
 
-void check_rms_norm(int64_t n_tok, int64_t n, bool fused, uint32_t seed) {
+// xq (when not empty) holds the quantization the kernel wrote beside y:
+// it must be the host quantizer's bytes of y as the kernel stored it.
+void expect_quantized_as_host(const std::string& what, const std::vector<uint16_t>& y, int64_t n_tok, int64_t n,
+                              const DeviceBuffer<uint8_t>& xq) {
+  std::vector<uint8_t> want(q8_activation_bytes(n_tok, n));
+  quantize_activations_host(y.data(), n_tok, n, want.data());
+  EXPECT_TRUE(xq.download() == want) << what << ": the quantized output";
+}
+
+void check_rms_norm(int64_t n_tok, int64_t n, bool fused, bool quantize, uint32_t seed) {
   std::mt19937 rng(seed);
   const testing::Bf16Data x = testing::random_bf16(static_cast<size_t>(n_tok * n), rng, 3.0f);
   const testing::Bf16Data r = testing::random_bf16(x.bits.size(), rng);
@@ -63,20 +73,28 @@ void check_rms_norm(int64_t n_tok, int64_t n, bool fused, uint32_t seed) {
   DeviceBuffer<float> dw(w.size());
   dw.upload(w);
   testing::poison(dy);
-  rms_norm(as_bf16(dx), fused ? as_bf16(dr) : nullptr, dw.data(), n_tok, n, eps, as_bf16(dy), nullptr);
+  DeviceBuffer<uint8_t> xq(quantize ? q8_activation_bytes(n_tok, n) : 0);
+  if (quantize) testing::poison(xq);
+  rms_norm(as_bf16(dx), fused ? as_bf16(dr) : nullptr, dw.data(), n_tok, n, eps, as_bf16(dy), nullptr,
+           quantize ? xq.data() : nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
-  const std::string what = "rms_norm " + std::to_string(n_tok) + "x" + std::to_string(n) + (fused ? " +residual" : "");
+  const std::string what = "rms_norm " + std::to_string(n_tok) + "x" + std::to_string(n) +
+                           (fused ? " +residual" : "") + (quantize ? " +q8" : "");
   expect_close(what, dy.download(), want);
   EXPECT_EQ(dx.download(), sum_bits) << what << ": the residual stream";
+  if (quantize) expect_quantized_as_host(what, dy.download(), n_tok, n, xq);
 }
 
 TEST(CudaRmsNorm, MatchesTheF64Reference) {
   COHORT_REQUIRE_CUDA_DEVICE();
   uint32_t seed = 1;
-  for (int64_t n : {8, 576, 2056, 4096, 8192}) {   // one vector, SmolLM, odd, llama3-8b, wide
+  for (int64_t n : {8, 576, 2056, 4096, 8192, 2080}) {  // one vector, SmolLM, odd, llama3-8b, wide, 65 blocks
     for (int64_t n_tok : {1, 3, 8}) {
-      check_rms_norm(n_tok, n, false, seed++);
-      check_rms_norm(n_tok, n, true, seed++);
+      for (bool quantize : {false, true}) {
+        if (quantize && n % 32 != 0) continue;
+        check_rms_norm(n_tok, n, false, quantize, seed++);
+        check_rms_norm(n_tok, n, true, quantize, seed++);
+      }
     }
   }
 }
@@ -150,7 +168,7 @@ TEST(CudaRope, MatchesTheF64ReferenceForBothPairings) {
 TEST(CudaSiluMulAndAdd, MatchTheF64Reference) {
   COHORT_REQUIRE_CUDA_DEVICE();
   std::mt19937 rng(5);
-  for (int64_t n : {8, 14336, 8 * 14336 + 8}) {
+  for (int64_t n : {8, 14336, 8 * 14336 + 8, 3 * 14336 + 32}) {
     const testing::Bf16Data g = testing::random_bf16(static_cast<size_t>(n), rng, 4.0f);
     const testing::Bf16Data u = testing::random_bf16(static_cast<size_t>(n), rng);
     std::vector<double> want_silu(g.values.size()), want_add(g.values.size());
@@ -164,6 +182,16 @@ TEST(CudaSiluMulAndAdd, MatchTheF64Reference) {
     silu_mul(as_bf16(dg), as_bf16(du), as_bf16(dy), n, nullptr);
     CUDA_CHECK(cudaDeviceSynchronize());
     expect_close("silu_mul " + std::to_string(n), dy.download(), want_silu);
+    if (n % 32 == 0) {  // also quantized, as rows of 32 (any row length gives the same bytes)
+      const std::vector<uint16_t> y = dy.download();
+      DeviceBuffer<uint8_t> xq(q8_activation_bytes(n / 32, 32));
+      testing::poison(dy);
+      testing::poison(xq);
+      silu_mul(as_bf16(dg), as_bf16(du), as_bf16(dy), n, nullptr, xq.data());
+      CUDA_CHECK(cudaDeviceSynchronize());
+      EXPECT_EQ(dy.download(), y) << "silu_mul " << n << " +q8";
+      expect_quantized_as_host("silu_mul " + std::to_string(n) + " +q8", y, n / 32, 32, xq);
+    }
     testing::poison(dy);
     add(as_bf16(dg), as_bf16(du), as_bf16(dy), n, nullptr);
     CUDA_CHECK(cudaDeviceSynchronize());
@@ -178,6 +206,8 @@ TEST(CudaElementwise, RejectsBadShapesAndAlignment) {
   EXPECT_THROW(rms_norm(p + 1, nullptr, w, 1, 16, 1e-5f, p, nullptr), Error);
   EXPECT_THROW(rms_norm(p, nullptr, nullptr, 1, 16, 1e-5f, p, nullptr), Error);
   EXPECT_THROW(silu_mul(p, p, p, 12, nullptr), Error);
+  EXPECT_THROW(silu_mul(p, p, p, 40, nullptr, p), Error);  // quantized rows need whole 32-blocks
+  EXPECT_THROW(rms_norm(p, nullptr, w, 1, 40, 1e-5f, p, nullptr, p), Error);
   EXPECT_THROW(add(p, p + 4, p, 16, nullptr), Error);
   RopeConfig c;
   c.n_rot = 130;

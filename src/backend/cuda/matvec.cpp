@@ -51,6 +51,12 @@ bool can_matvec(gguf::TensorType type) { return kernels::matvec_launcher(type) !
 
 void matvec(gguf::TensorType type, const void* w, const __nv_bfloat16* x, void* y, OutType out,
             int64_t n_tok, int64_t n_in, int64_t n_out, cudaStream_t stream) {
+  const MatvecPart part{w, y, n_out};
+  matvec_parts(type, {&part, 1}, x, out, n_tok, n_in, stream);
+}
+
+void matvec_parts(gguf::TensorType type, std::span<const MatvecPart> parts, const __nv_bfloat16* x, OutType out,
+                  int64_t n_tok, int64_t n_in, cudaStream_t stream) {
   const kernels::MatvecLauncher run = kernels::matvec_launcher(type);
   const std::string_view name = gguf::type_name(type);
   if (run == nullptr) fail("cuda: matvec with weights of type {} is not supported", name);
@@ -59,17 +65,22 @@ void matvec(gguf::TensorType type, const void* w, const __nv_bfloat16* x, void* 
     fail("cuda: matvec n_in {} with weights of type {} is not a positive multiple of 16 and of {}",
          n_in, name, block);
   }
-  if (n_tok < 0 || n_out < 0) fail("cuda: matvec with negative n_tok {} or n_out {}", n_tok, n_out);
-  if (n_tok == 0 || n_out == 0) return;
+  if (parts.empty() || parts.size() > kMatvecMaxParts) fail("cuda: matvec of {} parts (1 to {})", parts.size(), kMatvecMaxParts);
+  if (n_tok < 0) fail("cuda: matvec with negative n_tok {}", n_tok);
   const size_t y_size = out == OutType::f32 ? 4 : 2;
-  if (!aligned(x, 16) || !aligned(w, weight_alignment(type)) || !aligned(y, y_size)) {
-    fail("cuda: matvec pointers misaligned (x needs 16 bytes, {} weights {}, y {})", name,
-         weight_alignment(type), y_size);
+  for (const MatvecPart& p : parts) {
+    if (p.n_out < 0) fail("cuda: matvec with negative n_out {}", p.n_out);
+    if (!aligned(x, 16) || !aligned(p.w, weight_alignment(type)) || !aligned(p.y, y_size)) {
+      fail("cuda: matvec pointers misaligned (x needs 16 bytes, {} weights {}, y {})", name,
+           weight_alignment(type), y_size);
+    }
   }
+  if (n_tok == 0) return;
   for (int64_t t0 = 0; t0 < n_tok; t0 += kernels::kMatvecMaxTokens) {
+    const kernels::MatvecParts rows = kernels::parts_from(parts, t0, y_size);
+    if (rows.n == 0) return;  // every part has n_out == 0
     const auto n = static_cast<int>(std::min<int64_t>(kernels::kMatvecMaxTokens, n_tok - t0));
-    run(w, x + t0 * n_in, static_cast<char*>(y) + static_cast<size_t>(t0 * n_out) * y_size,
-        out == OutType::f32, n, n_in, n_out, stream);
+    run(rows, x + t0 * n_in, out == OutType::f32, n, n_in, stream);
   }
 }
 

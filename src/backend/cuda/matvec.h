@@ -2,11 +2,14 @@
 // GGUF type: y = x · Wᵀ, every weight block read once for all tokens.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
+#include "backend/cuda/matvec_parts.h"  // MatvecPart
 #include "gguf/tensor_type.h"
 
 namespace cohort::cuda {
@@ -28,5 +31,12 @@ bool can_matvec(gguf::TensorType type);
 //   its element; x and y do not overlap.
 void matvec(gguf::TensorType type, const void* w, const __nv_bfloat16* x, void* y, OutType out,
             int64_t n_tok, int64_t n_in, int64_t n_out, cudaStream_t stream);
+
+// matvec() of each part, all of `type` and n_in with the same x, in one
+// launch a pass over the tokens (the q, k and v projections; gate and up).
+// REQUIRES (else cohort::Error): as matvec() for every part;
+//   1 <= parts.size() <= kMatvecMaxParts; no y overlaps x or another y.
+void matvec_parts(gguf::TensorType type, std::span<const MatvecPart> parts, const __nv_bfloat16* x, OutType out,
+                  int64_t n_tok, int64_t n_in, cudaStream_t stream);
 
 }  // namespace cohort::cuda

@@ -99,21 +99,20 @@ __device__ __forceinline__ void load_units(const uint8_t* const (&wrow)[R], int6
   }
 }
 
-// x [NT, n_in], W rows of row_bytes, y [NT, n_out]. Each warp computes R
-// consecutive rows; lane l takes units l, l+32, ... of each.
-template <typename D, int NT, int R, int A, typename OutT>
+// x [NT, n_in], the rows of `parts` (matvec_parts.h) of row_bytes each.
+// Each warp computes R consecutive rows; lane l takes units l, l+32, ... of
+// each.
+template <typename D, int NT, int R, int A, typename OutT, bool kOnePart>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
-    matvec_kernel(const uint8_t* __restrict__ w, const __nv_bfloat16* __restrict__ x,
-                  OutT* __restrict__ y, int64_t n_in, int64_t n_out, int64_t row_bytes) {
+    matvec_kernel(const __grid_constant__ MatvecParts parts, const __nv_bfloat16* __restrict__ x, int64_t n_in, int64_t row_bytes) {
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int64_t row0 =
       (static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp) * R;
-  if (row0 >= n_out) return;  // the whole warp leaves together
-  // Stage 0: the rows. Past n_out (the last warp only) the last row is read
-  // again and its sums are not stored, which keeps the loop free of branches.
+  if (row0 >= parts.rows()) return;  // the whole warp leaves together
+  // Stage 0: the rows (past the last, the last row again: weight_row).
   const uint8_t* wrow[R];
 #pragma unroll
-  for (int r = 0; r < R; ++r) wrow[r] = w + (row0 + r < n_out ? row0 + r : n_out - 1) * row_bytes;
+  for (int r = 0; r < R; ++r) wrow[r] = weight_row<kOnePart>(parts, row0 + r, row_bytes);
   const int64_t n_units = n_in / D::kUnitElems;
 
   float acc[R][NT];
@@ -141,40 +140,46 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
     }
   }
   // Stage 3: the 32 partial sums of each row and token, by shuffles.
-  reduce_and_store<R, NT>(acc, lane, row0, n_out, y);
+  reduce_and_store<R, NT, OutT, kOnePart>(acc, lane, row0, parts);
+}
+
+template <typename D, int NT, typename OutT, bool kOnePart>
+void launch_kernel(const MatvecParts& parts, const __nv_bfloat16* x, int64_t n_in, cudaStream_t stream) {
+  constexpr int R = rows_per_warp<D>(NT), A = units_ahead(NT);
+  constexpr int64_t kRowsPerBlock = kWarpsPerBlock * R;
+  const auto blocks = static_cast<unsigned>((parts.rows() + kRowsPerBlock - 1) / kRowsPerBlock);
+  const int64_t row_bytes = n_in / D::kBlockElems * D::kBlockBytes;
+  matvec_kernel<D, NT, R, A, OutT, kOnePart><<<blocks, kWarpsPerBlock * kWarp, 0, stream>>>(parts, x, n_in,
+                                                                                             row_bytes);
+  CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename D, int NT>
-void launch_nt(const void* w, const __nv_bfloat16* x, void* y, bool f32_out, int64_t n_in,
-               int64_t n_out, cudaStream_t stream) {
-  constexpr int R = rows_per_warp<D>(NT), A = units_ahead(NT);
-  constexpr int64_t kRowsPerBlock = kWarpsPerBlock * R;
-  const auto blocks = static_cast<unsigned>((n_out + kRowsPerBlock - 1) / kRowsPerBlock);
-  const int64_t row_bytes = n_in / D::kBlockElems * D::kBlockBytes;
-  const auto* wb = static_cast<const uint8_t*>(w);
+void launch_nt(const MatvecParts& parts, const __nv_bfloat16* x, bool f32_out, int64_t n_in, cudaStream_t stream) {
+  // One part: the kernel without the parts' bookkeeping (its registers, so
+  // its warps in flight, are those of a plain matvec).
+  const bool one = parts.n == 1;
   if (f32_out) {
-    matvec_kernel<D, NT, R, A, float><<<blocks, kWarpsPerBlock * kWarp, 0, stream>>>(
-        wb, x, static_cast<float*>(y), n_in, n_out, row_bytes);
-  } else {
-    matvec_kernel<D, NT, R, A, __nv_bfloat16><<<blocks, kWarpsPerBlock * kWarp, 0, stream>>>(
-        wb, x, static_cast<__nv_bfloat16*>(y), n_in, n_out, row_bytes);
+    return one ? launch_kernel<D, NT, float, true>(parts, x, n_in, stream)
+               : launch_kernel<D, NT, float, false>(parts, x, n_in, stream);
   }
-  CUDA_CHECK(cudaGetLastError());
+  one ? launch_kernel<D, NT, __nv_bfloat16, true>(parts, x, n_in, stream)
+      : launch_kernel<D, NT, __nv_bfloat16, false>(parts, x, n_in, stream);
 }
 
 // The typed launcher: n_tok (1..8, checked by the entry) picks the kernel.
 template <typename D>
-void launch(const void* w, const __nv_bfloat16* x, void* y, bool f32_out, int n_tok, int64_t n_in,
-            int64_t n_out, cudaStream_t stream) {
+void launch(const MatvecParts& parts, const __nv_bfloat16* x, bool f32_out, int n_tok, int64_t n_in,
+            cudaStream_t stream) {
   switch (n_tok) {
-    case 1: return launch_nt<D, 1>(w, x, y, f32_out, n_in, n_out, stream);
-    case 2: return launch_nt<D, 2>(w, x, y, f32_out, n_in, n_out, stream);
-    case 3: return launch_nt<D, 3>(w, x, y, f32_out, n_in, n_out, stream);
-    case 4: return launch_nt<D, 4>(w, x, y, f32_out, n_in, n_out, stream);
-    case 5: return launch_nt<D, 5>(w, x, y, f32_out, n_in, n_out, stream);
-    case 6: return launch_nt<D, 6>(w, x, y, f32_out, n_in, n_out, stream);
-    case 7: return launch_nt<D, 7>(w, x, y, f32_out, n_in, n_out, stream);
-    case 8: return launch_nt<D, 8>(w, x, y, f32_out, n_in, n_out, stream);
+    case 1: return launch_nt<D, 1>(parts, x, f32_out, n_in, stream);
+    case 2: return launch_nt<D, 2>(parts, x, f32_out, n_in, stream);
+    case 3: return launch_nt<D, 3>(parts, x, f32_out, n_in, stream);
+    case 4: return launch_nt<D, 4>(parts, x, f32_out, n_in, stream);
+    case 5: return launch_nt<D, 5>(parts, x, f32_out, n_in, stream);
+    case 6: return launch_nt<D, 6>(parts, x, f32_out, n_in, stream);
+    case 7: return launch_nt<D, 7>(parts, x, f32_out, n_in, stream);
+    case 8: return launch_nt<D, 8>(parts, x, f32_out, n_in, stream);
     default: return;  // unreachable: the entry checks 1 <= n_tok <= 8
   }
 }

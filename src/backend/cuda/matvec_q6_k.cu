@@ -3,9 +3,9 @@
 
 namespace cohort::cuda::kernels {
 
-void matvec_q6_k(const void* w, const __nv_bfloat16* x, void* y, bool f32_out, int n_tok, int64_t n_in,
-                int64_t n_out, cudaStream_t stream) {
-  matvec_impl::launch<matvec_decode::Q6_K>(w, x, y, f32_out, n_tok, n_in, n_out, stream);
+void matvec_q6_k(const MatvecParts& parts, const __nv_bfloat16* x, bool f32_out, int n_tok, int64_t n_in,
+        cudaStream_t stream) {
+  matvec_impl::launch<matvec_decode::Q6_K>(parts, x, f32_out, n_tok, n_in, stream);
 }
 
 }  // namespace cohort::cuda::kernels

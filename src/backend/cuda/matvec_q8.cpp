@@ -1,10 +1,13 @@
 #include "backend/cuda/matvec_q8.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <string_view>
 
+#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/matvec_q8_decode.cuh"
 #include "backend/cuda/matvec_q8_kernels.h"
 #include "common/error.h"
@@ -24,6 +27,28 @@ MatvecQ8Launcher matvec_q8_launcher(gguf::TensorType type) {
     case TensorType::Q6_K: return matvec_q8_q6_k;
     default: return nullptr;
   }
+}
+
+const ResidentLimits& resident_limits() {
+  constexpr int kMaxDevices = 64;
+  static std::mutex mu;
+  static std::array<ResidentLimits, kMaxDevices> limits{};  // sm_count 0: not read yet
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  if (device < 0 || device >= kMaxDevices) fail("cuda: device {} beyond the {} matvec_q8 supports", device, kMaxDevices);
+  const std::lock_guard lock(mu);
+  ResidentLimits& l = limits[static_cast<size_t>(device)];
+  if (l.sm_count == 0) {
+    int sms = 0, per_sm = 0, per_block = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    l.device = device;
+    l.smem_per_sm = static_cast<size_t>(per_sm);
+    l.smem_per_block = static_cast<size_t>(per_block);
+    l.sm_count = sms;
+  }
+  return l;
 }
 
 }  // namespace kernels
@@ -91,7 +116,13 @@ void quantize_activations_host(const uint16_t* x, int64_t n_tok, int64_t n_in, v
 bool can_matvec_q8(gguf::TensorType type) { return kernels::matvec_q8_launcher(type) != nullptr; }
 
 void matvec_q8(gguf::TensorType type, const void* w, const void* xq, void* y, OutType out, int64_t n_tok,
-               int64_t n_in, int64_t n_out, cudaStream_t stream) {
+               int64_t n_in, int64_t n_out, cudaStream_t stream, Q8XSource x_source) {
+  const MatvecPart part{w, y, n_out};
+  matvec_q8_parts(type, {&part, 1}, xq, out, n_tok, n_in, stream, x_source);
+}
+
+void matvec_q8_parts(gguf::TensorType type, std::span<const MatvecPart> parts, const void* xq, OutType out,
+                     int64_t n_tok, int64_t n_in, cudaStream_t stream, Q8XSource x_source) {
   const kernels::MatvecQ8Launcher run = kernels::matvec_q8_launcher(type);
   const std::string_view name = gguf::type_name(type);
   if (run == nullptr) fail("cuda: matvec_q8 with weights of type {} is not supported", name);
@@ -99,20 +130,27 @@ void matvec_q8(gguf::TensorType type, const void* w, const void* xq, void* y, Ou
   if (n_in <= 0 || n_in % block != 0) {
     fail("cuda: matvec_q8 n_in {} with weights of type {} is not a positive multiple of {}", n_in, name, block);
   }
-  if (n_tok < 0 || n_out < 0) fail("cuda: matvec_q8 with negative n_tok {} or n_out {}", n_tok, n_out);
-  if (n_tok == 0 || n_out == 0) return;
-  const size_t y_size = out == OutType::f32 ? 4 : 2;
-  if (!aligned(xq, 16) || !aligned(w, weight_alignment(type)) || !aligned(y, y_size)) {
-    fail("cuda: matvec_q8 pointers misaligned (xq needs 16 bytes, {} weights {}, y {})", name,
-         weight_alignment(type), y_size);
+  if (parts.empty() || parts.size() > kMatvecMaxParts) {
+    fail("cuda: matvec_q8 of {} parts (1 to {})", parts.size(), kMatvecMaxParts);
   }
+  if (n_tok < 0) fail("cuda: matvec_q8 with negative n_tok {}", n_tok);
+  const size_t y_size = out == OutType::f32 ? 4 : 2;
+  for (const MatvecPart& p : parts) {
+    if (p.n_out < 0) fail("cuda: matvec_q8 with negative n_out {}", p.n_out);
+    if (!aligned(xq, 16) || !aligned(p.w, weight_alignment(type)) || !aligned(p.y, y_size)) {
+      fail("cuda: matvec_q8 pointers misaligned (xq needs 16 bytes, {} weights {}, y {})", name,
+           weight_alignment(type), y_size);
+    }
+  }
+  if (n_tok == 0) return;
   const auto* q = static_cast<const int8_t*>(xq);
   const auto* ds = reinterpret_cast<const float2*>(q + n_tok * n_in);
   const int64_t nb = n_in / kQBlock;
   for (int64_t t0 = 0; t0 < n_tok; t0 += kernels::kMatvecQ8MaxTokens) {
+    const kernels::MatvecParts rows = kernels::parts_from(parts, t0, y_size);
+    if (rows.n == 0) return;  // every part has n_out == 0
     const auto n = static_cast<int>(std::min<int64_t>(kernels::kMatvecQ8MaxTokens, n_tok - t0));
-    run(w, q + t0 * n_in, ds + t0 * nb, static_cast<char*>(y) + static_cast<size_t>(t0 * n_out) * y_size,
-        out == OutType::f32, n, n_in, n_out, stream);
+    run(rows, q + t0 * n_in, ds + t0 * nb, out == OutType::f32, x_source == Q8XSource::global, n, n_in, stream);
   }
 }
 

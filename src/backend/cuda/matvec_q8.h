@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
@@ -45,6 +46,13 @@ void quantize_activations(const __nv_bfloat16* x, int64_t n_tok, int64_t n_in, v
 // F32 arithmetic (the device output equals it byte for byte).
 void quantize_activations_host(const uint16_t* x, int64_t n_tok, int64_t n_in, void* xq);
 
+// Where the matvec reads x from: a copy in each block's shared memory
+// from 5 tokens a pass on, where x fits there (the faster kernel at those
+// counts, matvec_q8_impl.cuh), or device memory always (the other kernel,
+// also the one for fewer tokens and for x too large for shared memory;
+// chosen explicitly by tests and benchmarks).
+enum class Q8XSource { shared_where_it_fits, global };
+
 // Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K.
 bool can_matvec_q8(gguf::TensorType type);
 
@@ -58,6 +66,15 @@ bool can_matvec_q8(gguf::TensorType type);
 //   w 16-byte aligned for Q4_K Q5_K, 4-byte for Q4_1, 2-byte otherwise; y
 //   aligned to its element.
 void matvec_q8(gguf::TensorType type, const void* w, const void* xq, void* y, OutType out,
-               int64_t n_tok, int64_t n_in, int64_t n_out, cudaStream_t stream);
+               int64_t n_tok, int64_t n_in, int64_t n_out, cudaStream_t stream,
+               Q8XSource x_source = Q8XSource::shared_where_it_fits);
+
+// matvec_q8() of each part (matvec_parts.h), all of `type` and n_in with the
+// same xq, in one launch a pass over the tokens.
+// REQUIRES (else cohort::Error): as matvec_q8() for every part;
+//   1 <= parts.size() <= kMatvecMaxParts.
+void matvec_q8_parts(gguf::TensorType type, std::span<const MatvecPart> parts, const void* xq, OutType out,
+                     int64_t n_tok, int64_t n_in, cudaStream_t stream,
+                     Q8XSource x_source = Q8XSource::shared_where_it_fits);
 
 }  // namespace cohort::cuda

@@ -10,9 +10,12 @@
 //   Prep, prepare(unit, u)     the weights as int8 words (4 per word, in
 //                              column order) and their F32 scales; done once
 //                              for all tokens
-//   X, load_x(u, q, ds)        one token's int8 x and block scales at the
+//   X, load_x<S>(u, q, ds)     one token's int8 x and block scales at the
 //                              unit's columns (q, ds: that token's row),
-//                              loaded once for all the rows of a warp
+//                              loaded once for all the rows of a warp, from
+//                              device memory (S = GlobalX) or from the
+//                              block's shared copy (SharedX,
+//                              matvec_q8_impl.cuh)
 //   dot(prep, x, acc)          acc + the unit's part of that token's dot
 //                              product
 // A dp4a word holds weights 4i..4i+3 of a run and meets the int8 word of x
@@ -92,9 +95,14 @@ COHORT_DECODE float2 block_ds(float amax, int q_sum) {
 
 // --- shared pieces ---------------------------------------------------------
 
-COHORT_DECODE uint4 ldg_q16(const int8_t* q, int64_t col) {
-  return ldg(reinterpret_cast<const uint4*>(q + col));
-}
+// x read from device memory through the read-only path: 16 int8 values at
+// a multiple of 16 columns, and the {d, s} of 32-block b.
+struct GlobalX {
+  static COHORT_DECODE uint4 q16(const int8_t* q, int64_t col) {
+    return ldg(reinterpret_cast<const uint4*>(q + col));
+  }
+  static COHORT_DECODE float2 ds(const float2* ds, int64_t b) { return ldg(ds + b); }
+};
 
 // acc + the dot product of 16 int8 weights (w[0..3]) and 16 int8 x (x).
 COHORT_DECODE int dot16(const uint32_t* w, uint4 x, int acc) {
@@ -119,8 +127,9 @@ struct X32 {
   float2 ds;
 };
 
+template <typename S>
 COHORT_DECODE X32 load_x32(int64_t u, const int8_t* q, const float2* ds) {
-  return {{ldg_q16(q, kQBlock * u), ldg_q16(q, kQBlock * u + 16)}, ldg(ds + u)};
+  return {{S::q16(q, kQBlock * u), S::q16(q, kQBlock * u + 16)}, S::ds(ds, u)};
 }
 
 // --- Q8_0: a unit is one 34-byte block (2-byte aligned, ldg_words) ---------
@@ -144,7 +153,8 @@ struct Q8_0 {
   }
   using X = X32;
   static COHORT_DECODE Prep prepare(const Unit& unit, int64_t) { return unit; }
-  static COHORT_DECODE X load_x(int64_t u, const int8_t* q, const float2* ds) { return load_x32(u, q, ds); }
+  template <typename S = GlobalX>
+  static COHORT_DECODE X load_x(int64_t u, const int8_t* q, const float2* ds) { return load_x32<S>(u, q, ds); }
   static COHORT_DECODE float dot(const Prep& p, const X& x, float acc) {
     const int sum = dot16(p.q + 4, x.v[1], dot16(p.q, x.v[0], 0));
     return fmaf(p.d * x.ds.x, static_cast<float>(sum), acc);  // d_w d_x sum(q_w q_x)
@@ -189,7 +199,8 @@ struct Q4_0 {
     return p;
   }
   using X = X32;
-  static COHORT_DECODE X load_x(int64_t u, const int8_t* q, const float2* ds) { return load_x32(u, q, ds); }
+  template <typename S = GlobalX>
+  static COHORT_DECODE X load_x(int64_t u, const int8_t* q, const float2* ds) { return load_x32<S>(u, q, ds); }
   static COHORT_DECODE float dot(const Prep& p, const X& x, float acc) {
     return fmaf(p.d, fmaf(x.ds.x, static_cast<float>(q4_sum(p, x)), -8.0f * x.ds.y), acc);
   }
@@ -217,7 +228,8 @@ struct Q4_1 {
     return p;
   }
   using X = X32;
-  static COHORT_DECODE X load_x(int64_t u, const int8_t* q, const float2* ds) { return load_x32(u, q, ds); }
+  template <typename S = GlobalX>
+  static COHORT_DECODE X load_x(int64_t u, const int8_t* q, const float2* ds) { return load_x32<S>(u, q, ds); }
   static COHORT_DECODE float dot(const Prep& p, const X& x, float acc) {
     return fmaf(p.d * x.ds.x, static_cast<float>(q4_sum(p, x)), fmaf(p.m, x.ds.y, acc));
   }

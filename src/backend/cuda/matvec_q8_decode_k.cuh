@@ -66,10 +66,11 @@ struct KQuant {
     uint4 v[4];    // columns 64c + 16i
     float2 ds[2];  // the two 32-blocks
   };
+  template <typename S = GlobalX>
   static COHORT_DECODE X load_x(int64_t u, const int8_t* q, const float2* ds) {
     const int64_t col = (u / kKQuarters) * kBlockElems + 64 * quarter(u);
-    return {{ldg_q16(q, col), ldg_q16(q, col + 16), ldg_q16(q, col + 32), ldg_q16(q, col + 48)},
-            {ldg(ds + col / kQBlock), ldg(ds + col / kQBlock + 1)}};
+    return {{S::q16(q, col), S::q16(q, col + 16), S::q16(q, col + 32), S::q16(q, col + 48)},
+            {S::ds(ds, col / kQBlock), S::ds(ds, col / kQBlock + 1)}};
   }
   static COHORT_DECODE float dot(const Prep& p, const X& x, float acc) {
     COHORT_UNROLL
@@ -185,14 +186,15 @@ struct Q6_K {
     uint4 v[4];   // run r: columns base + 32r + [0, 16)
     float dx[4];  // d of the 32-block of run r
   };
+  template <typename S = GlobalX>
   static COHORT_DECODE X load_x(int64_t u, const int8_t* q, const float2* ds) {
     const int j = static_cast<int>(u % kKQuarters);
     const int64_t base = (u / kKQuarters) * kBlockElems + 128 * (j / 2) + 16 * (j % 2);
     X x;
     COHORT_UNROLL
     for (int r = 0; r < 4; ++r) {
-      x.v[r] = ldg_q16(q, base + 32 * r);
-      x.dx[r] = ldg(reinterpret_cast<const float*>(ds + (base + 32 * r) / kQBlock));
+      x.v[r] = S::q16(q, base + 32 * r);
+      x.dx[r] = S::ds(ds, (base + 32 * r) / kQBlock).x;
     }
     return x;
   }

@@ -3,9 +3,9 @@
 
 namespace cohort::cuda::kernels {
 
-void matvec_q8_q4_k(const void* w, const int8_t* q, const float2* ds, void* y, bool f32_out, int n_tok,
-                  int64_t n_in, int64_t n_out, cudaStream_t stream) {
-  matvec_q8::launch<matvec_q8::Q4_K>(w, q, ds, y, f32_out, n_tok, n_in, n_out, stream);
+void matvec_q8_q4_k(const MatvecParts& parts, const int8_t* q, const float2* ds, bool f32_out, bool global_x,
+        int n_tok, int64_t n_in, cudaStream_t stream) {
+  matvec_q8::launch<matvec_q8::Q4_K>(parts, q, ds, f32_out, global_x, n_tok, n_in, stream);
 }
 
 }  // namespace cohort::cuda::kernels

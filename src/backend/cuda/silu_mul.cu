@@ -1,11 +1,12 @@
 // SiLU·mul, add and the bias add: grid-stride over 8-element (16-byte)
-// vectors.
+// vectors; SiLU·mul also quantizing its output where asked.
 #include "backend/cuda/elementwise_kernels.h"
 
 #include <algorithm>
 
 #include "backend/cuda/bf16x8.cuh"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/quantize8.cuh"
 
 namespace cohort::cuda::kernels {
 namespace {
@@ -45,6 +46,28 @@ void launch_binary(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16
   CUDA_CHECK(cudaGetLastError());
 }
 
+// y = silu(gate) * up as binary_kernel<SiluMul>, also written quantized to
+// q, ds (quantize8.cuh): one thread per vector and no grid-stride loop, so
+// that the four threads of a 32-block are consecutive lanes.
+__global__ void __launch_bounds__(kThreads)
+    silu_mul_q8_kernel(const uint4* a, const uint4* b, uint4* y, int64_t n8, uint2* __restrict__ q,
+                       float2* __restrict__ ds) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  const bool valid = i < n8;
+  float fa[8] = {};
+  if (valid) {
+    float fb[8];
+    unpack8(a[i], fa);
+    unpack8(b[i], fb);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) fa[k] = SiluMul{}(fa[k], fb[k]);
+    const uint4 packed = pack8(fa);
+    y[i] = packed;
+    unpack8(packed, fa);
+  }
+  quantize8(fa, valid, i, q, ds);
+}
+
 // x [n_tok, n] += row [n] (F32), n8 = n / 8 vectors per row.
 __global__ void __launch_bounds__(kThreads)
     add_row_kernel(uint4* x, const float4* row, int64_t n8, int64_t total8) {
@@ -71,9 +94,15 @@ void launch_add_row(__nv_bfloat16* x, const float* row, int64_t n_tok, int64_t n
   CUDA_CHECK(cudaGetLastError());
 }
 
-void launch_silu_mul(const __nv_bfloat16* gate, const __nv_bfloat16* up, __nv_bfloat16* y, int64_t n,
+void launch_silu_mul(const __nv_bfloat16* gate, const __nv_bfloat16* up, __nv_bfloat16* y, int64_t n, void* xq,
                      cudaStream_t stream) {
-  launch_binary<SiluMul>(gate, up, y, n, stream);
+  if (xq == nullptr) return launch_binary<SiluMul>(gate, up, y, n, stream);
+  const int64_t n8 = n / 8;
+  auto* ds = reinterpret_cast<float2*>(static_cast<int8_t*>(xq) + n);
+  silu_mul_q8_kernel<<<static_cast<unsigned>((n8 + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+      reinterpret_cast<const uint4*>(gate), reinterpret_cast<const uint4*>(up), reinterpret_cast<uint4*>(y), n8,
+      static_cast<uint2*>(xq), ds);
+  CUDA_CHECK(cudaGetLastError());
 }
 
 void launch_add(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* y, int64_t n,
