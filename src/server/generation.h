@@ -60,6 +60,22 @@ struct GenerationEvent {
   Usage usage;                        // filled when done
 };
 
+// Wakes a thread that waits on several RequestHandles at once (the choices
+// of one response): every event pushed on a handle bound to it counts one.
+// Thread-safe.
+class EventSignal {
+ public:
+  uint64_t count() const;
+  // Returns once count() differs from `seen`, or after `timeout`.
+  void wait(uint64_t seen, std::chrono::milliseconds timeout);
+  void notify();
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  uint64_t count_ = 0;  // GUARDED_BY(mutex_)
+};
+
 // A submitted request as seen from its HTTP thread. Thread-safe.
 class RequestHandle {
  public:
@@ -68,6 +84,11 @@ class RequestHandle {
 
   // HTTP side: the next event, waiting at most `timeout`; nullopt on timeout.
   std::optional<GenerationEvent> next(std::chrono::milliseconds timeout);
+  // HTTP side: the next event if one is there, without waiting.
+  std::optional<GenerationEvent> try_next();
+  // HTTP side: every later push notifies `signal`; so does this call when
+  // events are already waiting, so none is missed.
+  void bind(std::shared_ptr<EventSignal> signal);
   // HTTP side: the client is gone or gave up; the engine drops the request
   // at its next step (within one step) and frees its slot and KV.
   void cancel();
@@ -82,6 +103,7 @@ class RequestHandle {
   std::condition_variable ready_;
   std::deque<GenerationEvent> events_;  // GUARDED_BY(mutex_)
   bool cancelled_ = false;              // GUARDED_BY(mutex_)
+  std::shared_ptr<EventSignal> signal_;  // GUARDED_BY(mutex_)
 };
 
 // Counters and gauges for /metrics, /slots and /props.

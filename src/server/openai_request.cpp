@@ -159,8 +159,12 @@ ParsedRequest read_common(const Json& body, const PromptContext& ctx, Endpoint e
   p.response.endpoint = endpoint;
   read_string(body, "model");  // any model name is accepted
   read_string(body, "user");
-  if (auto n = read_int(body, "n", 1, 128); n && *n != 1) {
-    reject_field("n", fmt::format("must be 1; one choice per request is supported, got {}", *n));
+  if (auto n = read_int(body, "n", std::numeric_limits<int64_t>::min(), kIntMax)) {
+    if (*n < 1 || *n > ctx.max_choices) {
+      reject_field("n", fmt::format("must be between 1 and {} (the server's slots, -np), got {}", ctx.max_choices,
+                                    *n));
+    }
+    p.response.n_choices = static_cast<int>(*n);
   }
   read_stream_options(body, p.response);
   GenerationRequest& g = p.generation;
@@ -332,6 +336,15 @@ std::vector<int32_t> read_token_ids(const Json& array, const std::string& field,
   return ids;
 }
 
+GenerationRequest choice_request(const GenerationRequest& request, int index) {
+  GenerationRequest r = request;
+  const uint32_t seed = request.sampling.seed;
+  if (seed != engine::kRandomSeed) {
+    r.sampling.seed = static_cast<uint32_t>((uint64_t{seed} + static_cast<uint64_t>(index)) % engine::kRandomSeed);
+  }
+  return r;
+}
+
 ParsedRequest parse_completion_request(std::string_view body_text, const PromptContext& ctx) {
   const ParsedBody parsed(body_text);
   const Json& body = parsed.json();
@@ -350,6 +363,9 @@ ParsedRequest parse_native_completion_request(std::string_view body_text, const 
   const ParsedBody parsed(body_text);
   const Json& body = parsed.json();
   ParsedRequest p = read_common(body, ctx, Endpoint::completions);
+  if (p.response.n_choices != 1) {
+    reject_field("n", "must be 1 on /completion; /v1/completions answers with several choices");
+  }
   if (auto n = read_int(body, "n_probs", 0, kMaxTopLogprobs); n && *n > 0) {
     p.response.logprobs = true;
     p.generation.n_logprobs = static_cast<int>(*n);

@@ -9,7 +9,8 @@
 //   top_p (0, 1], top_k (-1 or 0: off), min_p [0, 1], seed (-1: random),
 //   presence_penalty / frequency_penalty [-2, 2], repeat_penalty (> 0),
 //   repeat_last_n, logprobs (completions: 0..5; chat: boolean, with
-//   top_logprobs 0..20), stream, stream_options.include_usage, n (must be 1),
+//   top_logprobs 0..20), stream, stream_options.include_usage, n (choices:
+//   1 up to the server's slots, as llama-server; /completion: 1),
 //   cache_prompt, ignore_eos, chat_template_kwargs (chat), model and user
 //   (accepted, not used). Other fields are ignored; a known field with the
 //   wrong type or out of range is a 400 naming it (see request_fields.h).
@@ -42,6 +43,7 @@ struct ResponseOptions {
   Endpoint endpoint = Endpoint::completions;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
+  int n_choices = 1;           // n: choices, each its own request (choice_request)
   bool logprobs = false;       // report log-probabilities (top-n: GenerationRequest::n_logprobs)
   bool return_tokens = false;  // native /completion: "tokens" carries the generated ids
   bool post_sampling_probs = false;          // native: probabilities ("prob", "top_probs"), not logprobs
@@ -60,6 +62,7 @@ struct PromptContext {
   int n_ctx = 0;                    // a prompt needs fewer tokens than this
   engine::SamplingParams defaults;  // for the sampling fields a request leaves out
   int default_max_tokens = -1;      // when no max_tokens field is given (-n)
+  int max_choices = 1;              // the most choices (n) of a request: the server's slots
 };
 
 inline constexpr int kMaxStopStrings = 4;         // as OpenAI
@@ -114,6 +117,12 @@ ParsedRequest parse_chat_request(std::string_view body, const PromptContext& ctx
 // n_probs alternatives); `return_tokens`; `post_sampling_probs`;
 // `response_fields` (an array of field paths).
 ParsedRequest parse_native_completion_request(std::string_view body, const PromptContext& ctx);
+
+// The request of choice `index` of a response of several: `request` with
+// the seed plus `index` (as llama-server's child tasks; modulo 2^32 - 1, so
+// that it never becomes the random seed), or a random seed of its own
+// when the seed is random.
+GenerationRequest choice_request(const GenerationRequest& request, int index);
 
 // Token ids from a JSON array (`field` names it in errors), each checked to
 // be inside the vocabulary of `n_vocab` tokens.

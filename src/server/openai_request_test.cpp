@@ -235,5 +235,23 @@ TEST_F(OpenAIRequest, RandomlyCorruptedBodiesOnlyEverGiveRequestErrors) {
   EXPECT_GT(parsed, 0);  // some edits keep the body valid
 }
 
+// Choice i of a response of several samples with the seed plus i, as
+// llama-server's child tasks; a random seed stays random for each.
+TEST_F(OpenAIRequest, EachChoiceHasItsOwnSeed) {
+  ctx_.max_choices = 4;
+  const ParsedRequest p = parse(Endpoint::completions, R"({"prompt": "a", "n": 4, "seed": 41})");
+  EXPECT_EQ(p.response.n_choices, 4);
+  for (int i = 0; i < 4; ++i) {
+    const GenerationRequest g = choice_request(p.generation, i);
+    EXPECT_EQ(g.sampling.seed, 41u + static_cast<uint32_t>(i));
+    EXPECT_EQ(g.prompt, p.generation.prompt);
+  }
+  GenerationRequest random;
+  EXPECT_EQ(choice_request(random, 3).sampling.seed, engine::kRandomSeed);
+  GenerationRequest last;
+  last.sampling.seed = engine::kRandomSeed - 1;
+  EXPECT_EQ(choice_request(last, 1).sampling.seed, 0u) << "wraps past the random seed";
+}
+
 }  // namespace
 }  // namespace cohort::server

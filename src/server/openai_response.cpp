@@ -1,5 +1,6 @@
 #include "server/openai_response.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -85,8 +86,20 @@ std::string dump(const Json& value) {
   return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-ResponseBuilder::ResponseBuilder(ResponseMeta meta, TokenText token_text)
-    : meta_(std::move(meta)), token_text_(std::move(token_text)) {}
+Usage combined_usage(const std::vector<Usage>& choices) {
+  Usage u = choices.front();
+  u.completion_tokens = 0;
+  for (const Usage& c : choices) {
+    u.completion_tokens += c.completion_tokens;
+    u.queue_ms = std::max(u.queue_ms, c.queue_ms);
+    u.prompt_ms = std::max(u.prompt_ms, c.prompt_ms);
+    u.generation_ms = std::max(u.generation_ms, c.generation_ms);
+  }
+  return u;
+}
+
+ResponseBuilder::ResponseBuilder(ResponseMeta meta, TokenText token_text, int index)
+    : meta_(std::move(meta)), token_text_(std::move(token_text)), index_(index) {}
 
 Json ResponseBuilder::envelope(bool chunk) const {
   const bool chat = meta_.endpoint == Endpoint::chat;
@@ -100,7 +113,7 @@ Json ResponseBuilder::envelope(bool chunk) const {
 
 Json ResponseBuilder::choice(const std::string& text, const Json& logprobs, engine::FinishReason reason,
                              bool chunk, bool first_delta) const {
-  Json c = {{"index", 0}};
+  Json c = {{"index", index_}};
   if (meta_.endpoint == Endpoint::completions) {
     c["text"] = text;
   } else if (!chunk) {

@@ -17,6 +17,9 @@
 // Unicode characters of the generated text before the token.
 //
 // Full responses also carry llama-server's "timings" object.
+// With n choices (request field n), each choice has its ResponseBuilder
+// (its index, its text offsets); the whole answer joins their choices in
+// index order and reports combined_usage().
 // Thread safety: a ResponseBuilder belongs to one response (one thread).
 #pragma once
 
@@ -52,6 +55,11 @@ std::string new_response_id(Endpoint endpoint);
 Json usage_json(const Usage& usage);
 // llama-server's "timings" from the engine's counts.
 Json timings_json(const Usage& usage);
+// The usage of one response of several choices, as OpenAI counts it: the
+// prompt (and its cached part) once, as the first choice saw it, and the
+// completion tokens of every choice; the times are the longest of any
+// choice, as the choices run side by side. REQUIRES: non-empty.
+Usage combined_usage(const std::vector<Usage>& choices);
 
 // {"error": {"message", "type", "param", "code"}} with null for empty param/code.
 Json error_json(const std::string& message, const std::string& type, const std::string& param = "",
@@ -65,7 +73,8 @@ std::string dump(const Json& value);
 
 class ResponseBuilder {
  public:
-  ResponseBuilder(ResponseMeta meta, TokenText token_text);
+  // The chunks and answer of choice `index` of a response.
+  ResponseBuilder(ResponseMeta meta, TokenText token_text, int index = 0);
 
   // Streaming, chat: the first chunk, delta {"role": "assistant", "content": ""}.
   Json role_chunk() const;
@@ -93,6 +102,7 @@ class ResponseBuilder {
 
   ResponseMeta meta_;
   TokenText token_text_;
+  int index_ = 0;            // the choice's "index"
   int64_t text_offset_ = 0;  // characters generated before the next token
 };
 

@@ -166,5 +166,32 @@ TEST(OpenAIResponse, ErrorBodyShape) {
   EXPECT_EQ(error_type(413), "invalid_request_error");
 }
 
+TEST(CombinedUsage, ThePromptOnceAndEveryChoicesTokensOverTheLongestTimes) {
+  Usage a, b;
+  a.prompt_tokens = b.prompt_tokens = 10;
+  a.cached_tokens = 4;
+  b.cached_tokens = 9;
+  a.completion_tokens = 3;
+  b.completion_tokens = 5;
+  a.prompt_ms = 2;
+  b.prompt_ms = 1;
+  a.generation_ms = 7;
+  b.generation_ms = 9;
+  const Usage u = combined_usage({a, b});
+  EXPECT_EQ(u.prompt_tokens, 10);
+  EXPECT_EQ(u.cached_tokens, 4);
+  EXPECT_EQ(u.completion_tokens, 8);
+  EXPECT_EQ(u.prompt_ms, 2);
+  EXPECT_EQ(u.generation_ms, 9);
+}
+
+TEST(ResponseBuilder, ChoicesCarryTheirIndex) {
+  ResponseMeta m;
+  m.endpoint = Endpoint::chat;
+  ResponseBuilder b(m, [](int32_t) { return std::string("x"); }, 2);
+  EXPECT_EQ(b.role_chunk()["choices"][0]["index"], 2);
+  EXPECT_EQ(b.full_response({}, engine::FinishReason::stop, Usage{})["choices"][0]["index"], 2);
+}
+
 }  // namespace
 }  // namespace cohort::server

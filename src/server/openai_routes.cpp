@@ -2,6 +2,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "server/api_reply.h"
@@ -41,12 +42,20 @@ void generate(Exchange& exchange, ServedModel& model, Endpoint endpoint) {
   meta.system_fingerprint = build_info();
   meta.logprobs = parsed.response.logprobs;
   meta.include_usage = parsed.response.include_usage;
-  ResponseBuilder builder(std::move(meta), token_text_of(model.tokenizer));
-  std::shared_ptr<RequestHandle> handle = model.service->submit(std::move(parsed.generation));
+  std::vector<Choice> choices;
+  try {
+    for (int i = 0; i < parsed.response.n_choices; ++i) {
+      std::shared_ptr<RequestHandle> handle = model.service->submit(choice_request(parsed.generation, i));
+      choices.push_back(Choice{std::move(handle), ResponseBuilder(meta, token_text_of(model.tokenizer), i)});
+    }
+  } catch (...) {  // a later choice refused: the earlier ones must not run on
+    for (Choice& c : choices) c.handle->cancel();
+    throw;
+  }
   if (parsed.response.stream) {
-    answer_streamed(exchange, *handle, builder);
+    answer_streamed(exchange, choices);
   } else {
-    answer_whole(exchange, *handle, builder);
+    answer_whole(exchange, choices);
   }
 }
 

@@ -9,6 +9,7 @@ PromptContext ServedModel::prompt_context() const {
   ctx.n_ctx = service ? service->n_ctx() : 0;
   ctx.defaults = defaults;
   ctx.default_max_tokens = default_max_tokens;
+  ctx.max_choices = n_slots;
   return ctx;
 }
 

@@ -42,6 +42,7 @@ struct ServedModel {
   int default_max_tokens = -1;
   int64_t max_tokenize = kDefaultMaxTokenize;  // --max-tokenize: /tokenize's and /detokenize's most tokens
   bool slots_endpoint = true;       // --no-slots: GET /slots answers 501
+  int n_slots = 1;                  // -np: the most choices (n) of one request
 
   // What request parsing needs.
   PromptContext prompt_context() const;

@@ -191,6 +191,7 @@ std::unique_ptr<server::ServedModel> load_model(const ServeOptions& o,
   m->path = o.model;
   m->chat_template = chat_template ? *chat_template : md.get_string("tokenizer.chat_template").value_or("");
   m->slots_endpoint = o.slots;
+  m->n_slots = o.n_parallel;
   m->id = !o.alias.empty() ? o.alias
                            : md.get_string("general.name").value_or(std::filesystem::path(o.model).filename());
   m->defaults = o.sampling;
