@@ -19,6 +19,8 @@
 //   {"op":"rms_norm" | "rope" | "silu_mul" | "attention", ...}
 //   {"op":"prefill_attention", ...}  one causal prompt: TFLOP/s counting
 //                          4 * n_head * head_dim flops per (query, key) pair
+// COHORT_KERNEL_BENCH=op,op,... runs only those groups (matvec, matvec_q8,
+// parts, quantize, gemm, elementwise, attention, prefill_attention).
 // Each figure is the median over kSamples samples of kLaunches back-to-back
 // launches, after a warm-up. Inputs rotate over copies whose total exceeds
 // the L2 cache, so weights and KV come from device memory, not L2; weight
@@ -26,6 +28,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -326,6 +329,14 @@ void bench_prefill_attention(int64_t n_tok) {
               static_cast<long long>(d), s * 1e6, tflops);
 }
 
+// Whether the group `op` is to run (COHORT_KERNEL_BENCH, or every group).
+bool wanted(const char* op) {
+  const char* only = std::getenv("COHORT_KERNEL_BENCH");
+  if (only == nullptr || *only == 0) return true;
+  const std::string list = std::string(",") + only + ",";
+  return list.find(std::string(",") + op + ",") != std::string::npos;
+}
+
 int run() {
   const DeviceList devices = list_devices();
   if (devices.devices.empty()) {
@@ -339,31 +350,42 @@ int run() {
   using gguf::TensorType;
   for (TensorType type : {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0, TensorType::Q4_0,
                           TensorType::Q4_1, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
+    if (!wanted("matvec")) break;
     bench_matvec(type, 4096, 4096, ceiling);
     bench_matvec(type, 4096, 14336, ceiling);
     bench_matvec(type, 14336, 4096, ceiling);
   }
   for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_1, TensorType::Q4_K, TensorType::Q5_K,
                           TensorType::Q6_K}) {
+    if (!wanted("matvec_q8")) break;
     bench_matvec_q8(type, 4096, 4096, ceiling);
     bench_matvec_q8(type, 4096, 14336, ceiling);
     bench_matvec_q8(type, 14336, 4096, ceiling);
   }
   for (TensorType type : {TensorType::BF16, TensorType::Q8_0, TensorType::Q4_K}) {
+    if (!wanted("parts")) break;
     bench_parts("qkv", type, {4096, 1024, 1024}, ceiling);
     bench_parts("gate_up", type, {14336, 14336}, ceiling);
   }
-  for (int64_t n_in : {4096, 14336}) bench_quantize_activations(n_in);
-  bench_gemm(TensorType::BF16, 8192, 8192, 8192);
-  for (TensorType type : {TensorType::BF16, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
-    bench_gemm(type, 14336, 4096, 512);
-    bench_gemm(type, 4096, 14336, 512);
+  if (wanted("quantize")) {
+    for (int64_t n_in : {4096, 14336}) bench_quantize_activations(n_in);
   }
-  bench_elementwise();
-  for (int64_t n_seq : {1, 8}) {
-    for (int64_t ctx : {128, 1024, 8192}) bench_attention(n_seq, ctx, ceiling);
+  if (wanted("gemm")) {
+    bench_gemm(TensorType::BF16, 8192, 8192, 8192);
+    for (TensorType type : {TensorType::BF16, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+      bench_gemm(type, 14336, 4096, 512);
+      bench_gemm(type, 4096, 14336, 512);
+    }
   }
-  for (int64_t n_tok : {512, 4096}) bench_prefill_attention(n_tok);
+  if (wanted("elementwise")) bench_elementwise();
+  if (wanted("attention")) {
+    for (int64_t n_seq : {1, 8}) {
+      for (int64_t ctx : {128, 1024, 8192}) bench_attention(n_seq, ctx, ceiling);
+    }
+  }
+  if (wanted("prefill_attention")) {
+    for (int64_t n_tok : {512, 4096}) bench_prefill_attention(n_tok);
+  }
   std::fflush(stdout);
   return 0;
 }

@@ -103,16 +103,16 @@ __device__ __forceinline__ void load_units(const uint8_t* const (&wrow)[R], int6
 // Each warp computes R consecutive rows; lane l takes units l, l+32, ... of
 // each.
 template <typename D, int NT, int R, int A, typename OutT, bool kOnePart>
-__global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
-    matvec_kernel(const __grid_constant__ MatvecParts parts, const __nv_bfloat16* __restrict__ x, int64_t n_in, int64_t row_bytes) {
+__device__ __forceinline__ void matvec_body(const MatvecParts& parts, const __nv_bfloat16* __restrict__ x,
+                                            int64_t n_in, int64_t row_bytes) {
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
-  const int64_t row0 =
-      (static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp) * R;
-  if (row0 >= parts.rows()) return;  // the whole warp leaves together
-  // Stage 0: the rows (past the last, the last row again: weight_row).
+  const int64_t g = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
+  const WarpRows<OutT> wr = warp_rows<R, OutT, kOnePart>(parts, g);
+  if (!wr.valid) return;  // the whole warp leaves together
+  // Stage 0: the rows (past the part's last, the last row again: weight_row).
   const uint8_t* wrow[R];
 #pragma unroll
-  for (int r = 0; r < R; ++r) wrow[r] = weight_row<kOnePart>(parts, row0 + r, row_bytes);
+  for (int r = 0; r < R; ++r) wrow[r] = weight_row(wr, r, row_bytes);
   const int64_t n_units = n_in / D::kUnitElems;
 
   float acc[R][NT];
@@ -140,31 +140,53 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
     }
   }
   // Stage 3: the 32 partial sums of each row and token, by shuffles.
-  reduce_and_store<R, NT, OutT, kOnePart>(acc, lane, row0, parts);
+  reduce_and_store<R, NT, OutT>(acc, lane, wr);
 }
 
-template <typename D, int NT, typename OutT, bool kOnePart>
-void launch_kernel(const MatvecParts& parts, const __nv_bfloat16* x, int64_t n_in, cudaStream_t stream) {
+template <typename D, int NT, int R, int A, typename OutT, bool kOnePart>
+__global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
+    matvec_kernel(const __grid_constant__ MatvecParts parts, const __nv_bfloat16* __restrict__ x, int64_t n_in,
+                  int64_t row_bytes) {
+  matvec_body<D, NT, R, A, OutT, kOnePart>(parts, x, n_in, row_bytes);
+}
+
+// Several parts at one token, held to the blocks a multiprocessor keeps of
+// the one-part kernel (46 registers on sm_90, 10 blocks), which the parts'
+// lookups would otherwise push to 68 (7 blocks: fewer warps in flight for a
+// kernel that waits on memory); the lookups' values spill instead, read
+// once a warp.
+inline constexpr int kParts1MinBlocks = 10;
+template <typename D, int R, int A, typename OutT>
+__global__ void __launch_bounds__(kWarpsPerBlock * kWarp, kParts1MinBlocks)
+    matvec_parts1_kernel(const __grid_constant__ MatvecParts parts, const __nv_bfloat16* __restrict__ x,
+                         int64_t n_in, int64_t row_bytes) {
+  matvec_body<D, 1, R, A, OutT, false>(parts, x, n_in, row_bytes);
+}
+
+template <typename D, int NT, typename OutT>
+void launch_out(const MatvecParts& parts, const __nv_bfloat16* x, int64_t n_in, unsigned blocks, cudaStream_t stream) {
   constexpr int R = rows_per_warp<D>(NT), A = units_ahead(NT);
-  constexpr int64_t kRowsPerBlock = kWarpsPerBlock * R;
-  const auto blocks = static_cast<unsigned>((parts.rows() + kRowsPerBlock - 1) / kRowsPerBlock);
+  const unsigned threads = kWarpsPerBlock * kWarp;
   const int64_t row_bytes = n_in / D::kBlockElems * D::kBlockBytes;
-  matvec_kernel<D, NT, R, A, OutT, kOnePart><<<blocks, kWarpsPerBlock * kWarp, 0, stream>>>(parts, x, n_in,
-                                                                                             row_bytes);
-  CUDA_CHECK(cudaGetLastError());
+  if (parts.n == 1) {  // without the parts' lookups (warp_rows)
+    matvec_kernel<D, NT, R, A, OutT, true><<<blocks, threads, 0, stream>>>(parts, x, n_in, row_bytes);
+  } else if constexpr (NT == 1) {
+    matvec_parts1_kernel<D, R, A, OutT><<<blocks, threads, 0, stream>>>(parts, x, n_in, row_bytes);
+  } else {
+    matvec_kernel<D, NT, R, A, OutT, false><<<blocks, threads, 0, stream>>>(parts, x, n_in, row_bytes);
+  }
 }
 
 template <typename D, int NT>
 void launch_nt(const MatvecParts& parts, const __nv_bfloat16* x, bool f32_out, int64_t n_in, cudaStream_t stream) {
-  // One part: the kernel without the parts' bookkeeping (its registers, so
-  // its warps in flight, are those of a plain matvec).
-  const bool one = parts.n == 1;
+  constexpr int R = rows_per_warp<D>(NT);
+  const auto blocks = static_cast<unsigned>((parts.groups(R) + kWarpsPerBlock - 1) / kWarpsPerBlock);
   if (f32_out) {
-    return one ? launch_kernel<D, NT, float, true>(parts, x, n_in, stream)
-               : launch_kernel<D, NT, float, false>(parts, x, n_in, stream);
+    launch_out<D, NT, float>(parts, x, n_in, blocks, stream);
+  } else {
+    launch_out<D, NT, __nv_bfloat16>(parts, x, n_in, blocks, stream);
   }
-  one ? launch_kernel<D, NT, __nv_bfloat16, true>(parts, x, n_in, stream)
-      : launch_kernel<D, NT, __nv_bfloat16, false>(parts, x, n_in, stream);
+  CUDA_CHECK(cudaGetLastError());
 }
 
 // The typed launcher: n_tok (1..8, checked by the entry) picks the kernel.

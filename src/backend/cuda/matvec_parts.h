@@ -27,23 +27,36 @@ inline constexpr size_t kMatvecMaxParts = 3;
 
 namespace cohort::cuda::kernels {
 
+// A warp computes R consecutive rows of one part (a group); the groups of
+// part p follow those of part p - 1, each part's last group padded past its
+// rows. So a warp looks its part up once, and its rows never straddle two.
 struct MatvecParts {
   static constexpr int kMaxParts = static_cast<int>(kMatvecMaxParts);
   const void* w[kMaxParts] = {};
-  void* y[kMaxParts] = {};       // [n_tok, n_out of the part], F32 or BF16
-  int64_t end[kMaxParts] = {};   // the rows of parts 0..p together
+  void* y[kMaxParts] = {};          // [n_tok, n_out of the part], F32 or BF16
+  int64_t n_out[kMaxParts] = {};
   int n = 0;
 
   // Element p of one of the arrays, by selects rather than an index: a
-  // kernel parameter indexed at run time is copied to local memory (and
-  // cost the BF16 matvec registers, hence occupancy: 46 -> 64 at 1 token).
+  // kernel parameter indexed at run time is copied to local memory.
   template <typename T>
   static COHORT_HOST_DEVICE T pick(const T (&a)[kMaxParts], int p) {
     T v = a[0];
     for (int i = 1; i < kMaxParts; ++i) v = p == i ? a[i] : v;
     return v;
   }
-  COHORT_HOST_DEVICE int64_t rows() const { return n == 0 ? 0 : pick(end, n - 1); }
+  // Groups of R rows of part p, and of all parts.
+  COHORT_HOST_DEVICE static int64_t groups_of(int64_t rows, int r) { return (rows + r - 1) / r; }
+  COHORT_HOST_DEVICE int64_t groups(int r) const {
+    int64_t g = 0;
+    for (int i = 0; i < kMaxParts; ++i) g += i < n ? groups_of(n_out[i], r) : 0;
+    return g;
+  }
+  int64_t rows() const {
+    int64_t rows = 0;
+    for (int i = 0; i < n; ++i) rows += n_out[i];
+    return rows;
+  }
 };
 
 // The parts of a pass over tokens t0.. : each y advanced by t0 rows of its
@@ -51,13 +64,11 @@ struct MatvecParts {
 // parts.size() <= kMatvecMaxParts.
 inline MatvecParts parts_from(std::span<const MatvecPart> parts, int64_t t0, size_t y_size) {
   MatvecParts out;
-  int64_t rows = 0;
   for (const MatvecPart& p : parts) {
     if (p.n_out == 0) continue;
-    rows += p.n_out;
     out.w[out.n] = p.w;
     out.y[out.n] = static_cast<char*>(p.y) + static_cast<size_t>(t0 * p.n_out) * y_size;
-    out.end[out.n] = rows;
+    out.n_out[out.n] = p.n_out;
     ++out.n;
   }
   return out;

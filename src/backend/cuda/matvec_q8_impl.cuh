@@ -76,17 +76,17 @@ __device__ __forceinline__ void accumulate(const typename D::Unit (&units)[R], i
 // The rows of `parts` (matvec_parts.h) of row_bytes each, x from device
 // memory.
 template <typename D, int NT, int R, typename OutT, bool kOnePart>
-__global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
-    matvec_q8_kernel(const __grid_constant__ MatvecParts parts, const int8_t* __restrict__ q, const float2* __restrict__ ds,
-                     int64_t n_in, int64_t row_bytes) {
+__device__ __forceinline__ void matvec_q8_body(const MatvecParts& parts, const int8_t* __restrict__ q,
+                                               const float2* __restrict__ ds, int64_t n_in, int64_t row_bytes) {
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
-  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp) * R;
-  if (row0 >= parts.rows()) return;  // the whole warp leaves together
-  // Past the last row (the last warp only) the last row is read again and
-  // its sums are not stored.
+  const int64_t g = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
+  const WarpRows<OutT> wr = warp_rows<R, OutT, kOnePart>(parts, g);
+  if (!wr.valid) return;  // the whole warp leaves together
+  // Past the part's last row the last row is read again and its sums are
+  // not stored.
   const uint8_t* wrow[R];
 #pragma unroll
-  for (int r = 0; r < R; ++r) wrow[r] = weight_row<kOnePart>(parts, row0 + r, row_bytes);
+  for (int r = 0; r < R; ++r) wrow[r] = weight_row(wr, r, row_bytes);
   const int64_t n_units = n_in / D::kUnitElems;
   float acc[R][NT];
 #pragma unroll
@@ -103,7 +103,25 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
 #pragma unroll
     for (int r = 0; r < R; ++r) cur[r] = next[r];
   }
-  reduce_and_store<R, NT, OutT, kOnePart>(acc, lane, row0, parts);
+  reduce_and_store<R, NT, OutT>(acc, lane, wr);
+}
+
+template <typename D, int NT, int R, typename OutT, bool kOnePart>
+__global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
+    matvec_q8_kernel(const __grid_constant__ MatvecParts parts, const int8_t* __restrict__ q,
+                     const float2* __restrict__ ds, int64_t n_in, int64_t row_bytes) {
+  matvec_q8_body<D, NT, R, OutT, kOnePart>(parts, q, ds, n_in, row_bytes);
+}
+
+// As matvec_impl.cuh's matvec_parts1_kernel: several parts at one token,
+// held to the blocks of the one-part kernel (71 registers on sm_90, 7
+// blocks; 88 without the bound).
+inline constexpr int kParts1MinBlocks = 7;
+template <typename D, int R, typename OutT>
+__global__ void __launch_bounds__(kWarpsPerBlock * kWarp, kParts1MinBlocks)
+    matvec_q8_parts1_kernel(const __grid_constant__ MatvecParts parts, const int8_t* __restrict__ q,
+                            const float2* __restrict__ ds, int64_t n_in, int64_t row_bytes) {
+  matvec_q8_body<D, 1, R, OutT, false>(parts, q, ds, n_in, row_bytes);
 }
 
 // --- x resident in shared memory ---------------------------------------------
@@ -127,15 +145,17 @@ struct SharedX {
   }
 };
 
-// The R rows of group g (past the last row the last again, whose sums are
-// not stored) and their first units.
-template <typename D, int R>
-__device__ __forceinline__ void start_group(const MatvecParts& parts, int64_t g, int64_t row_bytes, int lane,
-                                            int64_t n_units, const uint8_t* (&wrow)[R],
-                                            typename D::Unit (&units)[R]) {
+// The R rows of group g (past its part's last row the last again, whose
+// sums are not stored) and their first units.
+template <typename D, int R, typename OutT>
+__device__ __forceinline__ WarpRows<OutT> start_group(const MatvecParts& parts, int64_t g, int64_t row_bytes,
+                                                      int lane, int64_t n_units, const uint8_t* (&wrow)[R],
+                                                      typename D::Unit (&units)[R]) {
+  const WarpRows<OutT> wr = warp_rows<R, OutT, false>(parts, g);
 #pragma unroll
-  for (int r = 0; r < R; ++r) wrow[r] = weight_row<false>(parts, g * R + r, row_bytes);
+  for (int r = 0; r < R; ++r) wrow[r] = weight_row(wr, r, row_bytes);
   load_units<D, R>(wrow, lane, n_units, units);
+  return wr;
 }
 
 template <typename D, int NT, int R, typename OutT>
@@ -145,13 +165,14 @@ __global__ void __launch_bounds__(512)
   extern __shared__ uint4 xs[];
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int warps = static_cast<int>(blockDim.x) / kWarp;
-  const int64_t n_groups = (parts.rows() + R - 1) / R, n_units = n_in / D::kUnitElems;
+  const int64_t n_groups = parts.groups(R), n_units = n_in / D::kUnitElems;
   const int64_t step = static_cast<int64_t>(gridDim.x) * warps;
   int64_t g = static_cast<int64_t>(blockIdx.x) * warps + threadIdx.x / kWarp;
   // The first group's weights are requested before x is copied.
   const uint8_t* wrow[R];
   typename D::Unit cur[R];
-  if (g < n_groups) start_group<D, R>(parts, g, row_bytes, lane, n_units, wrow, cur);
+  WarpRows<OutT> wr{};
+  if (g < n_groups) wr = start_group<D, R, OutT>(parts, g, row_bytes, lane, n_units, wrow, cur);
   const int64_t chunks = n_in / 16, stride = SharedX::stride(n_in), nb = n_in / kQBlock;
   for (int64_t i = threadIdx.x; i < NT * chunks; i += blockDim.x) {
     const int64_t t = i / chunks, k = i - t * chunks;
@@ -175,9 +196,9 @@ __global__ void __launch_bounds__(512)
 #pragma unroll
       for (int r = 0; r < R; ++r) cur[r] = next[r];
     }
-    const int64_t row0 = g * R;
-    if (g + step < n_groups) start_group<D, R>(parts, g + step, row_bytes, lane, n_units, wrow, cur);
-    reduce_and_store<R, NT, OutT, false>(acc, lane, row0, parts);
+    const WarpRows<OutT> done = wr;
+    if (g + step < n_groups) wr = start_group<D, R, OutT>(parts, g + step, row_bytes, lane, n_units, wrow, cur);
+    reduce_and_store<R, NT, OutT>(acc, lane, done);
   }
 }
 
@@ -211,7 +232,7 @@ bool launch_resident(const MatvecParts& parts, const int8_t* q, const float2* ds
   const int by_regs = 65536 / (threads * ((regs + 7) / 8 * 8));
   const int by_smem = static_cast<int>(lim.smem_per_sm / (x_bytes + 1024));
   const int per_sm = std::max(1, std::min({by_regs, by_smem, 2048 / threads, 32}));
-  const int64_t n_groups = (parts.rows() + R - 1) / R;
+  const int64_t n_groups = parts.groups(R);
   const int64_t wanted = (n_groups + warps - 1) / warps;  // one group per warp
   // Fewer blocks than that where copying x into every block would read more
   // than a quarter of W's bytes again: then the warps loop over groups.
@@ -232,16 +253,14 @@ void launch_nt(const MatvecParts& parts, const int8_t* q, const float2* ds, bool
     if (!global_x && launch_resident<D, NT, OutT>(parts, q, ds, n_in, row_bytes, stream)) return;
   }
   constexpr int R = rows_per_warp(NT);
-  constexpr int64_t kRowsPerBlock = kWarpsPerBlock * R;
-  const auto blocks = static_cast<unsigned>((parts.rows() + kRowsPerBlock - 1) / kRowsPerBlock);
-  // One part: the kernel without the parts' bookkeeping (71 registers at
-  // one token on sm_90 against 88, so more warps in flight).
-  if (parts.n == 1) {
-    matvec_q8_kernel<D, NT, R, OutT, true><<<blocks, kWarpsPerBlock * kWarp, 0, stream>>>(parts, q, ds, n_in,
-                                                                                         row_bytes);
+  const auto blocks = static_cast<unsigned>((parts.groups(R) + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  const unsigned threads = kWarpsPerBlock * kWarp;
+  if (parts.n == 1) {  // without the parts' lookups (warp_rows)
+    matvec_q8_kernel<D, NT, R, OutT, true><<<blocks, threads, 0, stream>>>(parts, q, ds, n_in, row_bytes);
+  } else if constexpr (NT == 1) {
+    matvec_q8_parts1_kernel<D, R, OutT><<<blocks, threads, 0, stream>>>(parts, q, ds, n_in, row_bytes);
   } else {
-    matvec_q8_kernel<D, NT, R, OutT, false><<<blocks, kWarpsPerBlock * kWarp, 0, stream>>>(parts, q, ds, n_in,
-                                                                                          row_bytes);
+    matvec_q8_kernel<D, NT, R, OutT, false><<<blocks, threads, 0, stream>>>(parts, q, ds, n_in, row_bytes);
   }
   CUDA_CHECK(cudaGetLastError());
 }
