@@ -32,8 +32,9 @@
 // RMS norm of x, the two run as one kernel (the norm's fused residual), as
 // they do at every block boundary of the forward. Any other op launches the
 // add first. Decode-sized matmuls wait too: consecutive ones that read the
-// same x (q, k and v; gate and up) go out as one launch (matvec_parts.h)
-// when the next op, or a caller of queue(), comes.
+// same x (q, k and v; gate and up for the int8 matvec, see defer_matvec) go
+// out as one launch (matvec_parts.h) when the next op, or a caller of
+// queue(), comes.
 //
 // Ownership: everything is allocated in the constructor and in
 // load_weights(); no op allocates. Thread safety: one thread drives it.
