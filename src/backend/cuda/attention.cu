@@ -19,6 +19,7 @@
 
 #include "backend/cuda/bf16x8.cuh"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/launch.cuh"
 
 namespace cohort::cuda::kernels {
 namespace {
@@ -56,6 +57,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     attention_split_kernel(KvCacheView cache, const __nv_bfloat16* __restrict__ q,
                            const int32_t* __restrict__ block_table, const int32_t* __restrict__ ctx_lens,
                            AttentionShape shape, float q_scale, AttentionPartials part) {
+  wait_then_launch_dependents();
   constexpr int kLanes = D / 8;            // lanes per token
   constexpr int kTokens = 32 / kLanes;     // tokens per warp step
   const int group_size = shape.n_head / shape.n_head_kv;
@@ -183,6 +185,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 // One thread block per (head, sequence), one thread per dim.
 __global__ void attention_combine_kernel(const int32_t* __restrict__ ctx_lens, AttentionShape shape,
                                          AttentionPartials part, __nv_bfloat16* __restrict__ out) {
+  wait_then_launch_dependents();
   const int h = static_cast<int>(blockIdx.x), seq = static_cast<int>(blockIdx.y);
   const int d = static_cast<int>(threadIdx.x), D = shape.head_dim;
   const int ctx = ctx_lens[seq];
@@ -207,13 +210,12 @@ void launch_split(const KvCacheView& cache, const __nv_bfloat16* q, const int32_
   const dim3 grid(static_cast<unsigned>(shape.n_head_kv * n_chunks), static_cast<unsigned>(shape.n_seq),
                   static_cast<unsigned>(shape.n_splits));
   if (cache.bf16) {
-    attention_split_kernel<D, G, true><<<grid, kWarps * 32, 0, stream>>>(cache, q, block_table, ctx_lens, shape,
-                                                                         scale * kLog2e, partials);
+    launch_kernel(attention_split_kernel<D, G, true>, grid, kWarps * 32, 0, stream, cache, q, block_table, ctx_lens,
+                  shape, scale * kLog2e, partials);
   } else {
-    attention_split_kernel<D, G, false><<<grid, kWarps * 32, 0, stream>>>(cache, q, block_table, ctx_lens, shape,
-                                                                          scale * kLog2e, partials);
+    launch_kernel(attention_split_kernel<D, G, false>, grid, kWarps * 32, 0, stream, cache, q, block_table, ctx_lens,
+                  shape, scale * kLog2e, partials);
   }
-  CUDA_CHECK(cudaGetLastError());
 }
 
 // The largest chunk of query heads (at most 8) that divides the group.
@@ -251,9 +253,8 @@ void launch_decode_attention(const KvCacheView& cache, const __nv_bfloat16* q, c
     default: launch_for_dim<256>(cache, q, block_table, ctx_lens, shape, scale, partials, stream); break;
   }
   const dim3 grid(static_cast<unsigned>(shape.n_head), static_cast<unsigned>(shape.n_seq));
-  attention_combine_kernel<<<grid, static_cast<unsigned>(shape.head_dim), 0, stream>>>(ctx_lens, shape,
-                                                                                        partials, out);
-  CUDA_CHECK(cudaGetLastError());
+  launch_kernel(attention_combine_kernel, grid, static_cast<unsigned>(shape.head_dim), 0, stream, ctx_lens, shape,
+                partials, out);
 }
 
 }  // namespace cohort::cuda::kernels

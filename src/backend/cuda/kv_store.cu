@@ -4,6 +4,7 @@
 #include "backend/cuda/attention_kernels.h"
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/launch.cuh"
 
 namespace cohort::cuda::kernels {
 namespace {
@@ -26,6 +27,7 @@ __global__ void __launch_bounds__(kThreads)
     kv_store_kernel(KvCacheView cache, const __nv_bfloat16* __restrict__ k_new,
                     const __nv_bfloat16* __restrict__ v_new, int64_t token_stride,
                     const int32_t* __restrict__ slots, int64_t n_vec) {
+  wait_then_launch_dependents();
   const int64_t c = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (c >= n_vec) return;
   const int64_t t = blockIdx.y;
@@ -46,11 +48,10 @@ void launch_kv_store(const KvCacheView& cache, const __nv_bfloat16* k_new, const
   const int64_t n_vec = cache.n_head_kv * cache.head_dim / 8;
   const dim3 grid(static_cast<unsigned>((n_vec + kThreads - 1) / kThreads), static_cast<unsigned>(n_tok));
   if (cache.bf16) {
-    kv_store_kernel<true><<<grid, kThreads, 0, stream>>>(cache, k_new, v_new, token_stride, slots, n_vec);
+    launch_kernel(kv_store_kernel<true>, grid, kThreads, 0, stream, cache, k_new, v_new, token_stride, slots, n_vec);
   } else {
-    kv_store_kernel<false><<<grid, kThreads, 0, stream>>>(cache, k_new, v_new, token_stride, slots, n_vec);
+    launch_kernel(kv_store_kernel<false>, grid, kThreads, 0, stream, cache, k_new, v_new, token_stride, slots, n_vec);
   }
-  CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace cohort::cuda::kernels

@@ -18,6 +18,7 @@
 #include <cuda_fp16.h>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/matvec_decode.cuh"
 #include "backend/cuda/matvec_kernels.h"
 #include "backend/cuda/matvec_rows.cuh"
@@ -126,6 +127,8 @@ __device__ __forceinline__ void matvec_body(const MatvecParts& parts, const __nv
   // multiplied (stage 2).
   typename D::Unit cur[A][R];
   load_units<D, A, R>(wrow, lane, n_units, cur);
+  // The first weights are in flight while the kernel before finishes (launch.cuh).
+  wait_then_launch_dependents();
   for (int64_t u = lane; u < n_units; u += A * kWarp) {
     typename D::Unit next[A][R];
     load_units<D, A, R>(wrow, u + A * kWarp, n_units, next);
@@ -169,11 +172,11 @@ void launch_out(const MatvecParts& parts, const __nv_bfloat16* x, int64_t n_in, 
   const unsigned threads = kWarpsPerBlock * kWarp;
   const int64_t row_bytes = n_in / D::kBlockElems * D::kBlockBytes;
   if (parts.n == 1) {  // without the parts' lookups (warp_rows)
-    matvec_kernel<D, NT, R, A, OutT, true><<<blocks, threads, 0, stream>>>(parts, x, n_in, row_bytes);
+    launch_kernel(matvec_kernel<D, NT, R, A, OutT, true>, blocks, threads, 0, stream, parts, x, n_in, row_bytes);
   } else if constexpr (NT == 1) {
-    matvec_parts1_kernel<D, R, A, OutT><<<blocks, threads, 0, stream>>>(parts, x, n_in, row_bytes);
+    launch_kernel(matvec_parts1_kernel<D, R, A, OutT>, blocks, threads, 0, stream, parts, x, n_in, row_bytes);
   } else {
-    matvec_kernel<D, NT, R, A, OutT, false><<<blocks, threads, 0, stream>>>(parts, x, n_in, row_bytes);
+    launch_kernel(matvec_kernel<D, NT, R, A, OutT, false>, blocks, threads, 0, stream, parts, x, n_in, row_bytes);
   }
 }
 
@@ -186,7 +189,6 @@ void launch_nt(const MatvecParts& parts, const __nv_bfloat16* x, bool f32_out, i
   } else {
     launch_out<D, NT, __nv_bfloat16>(parts, x, n_in, blocks, stream);
   }
-  CUDA_CHECK(cudaGetLastError());
 }
 
 // The typed launcher: n_tok (1..8, checked by the entry) picks the kernel.

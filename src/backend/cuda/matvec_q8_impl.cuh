@@ -27,6 +27,7 @@
 #include <cuda_bf16.h>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/matvec_q8_decode.cuh"
 #include "backend/cuda/matvec_q8_kernels.h"
 #include "backend/cuda/matvec_rows.cuh"
@@ -96,6 +97,8 @@ __device__ __forceinline__ void matvec_q8_body(const MatvecParts& parts, const i
   }
   typename D::Unit cur[R];
   load_units<D, R>(wrow, lane, n_units, cur);
+  // The first weights are in flight while the kernel before finishes (launch.cuh).
+  wait_then_launch_dependents();
   for (int64_t u = lane; u < n_units; u += kWarp) {
     typename D::Unit next[R];
     load_units<D, R>(wrow, u + kWarp, n_units, next);
@@ -173,6 +176,7 @@ __global__ void __launch_bounds__(512)
   typename D::Unit cur[R];
   WarpRows<OutT> wr{};
   if (g < n_groups) wr = start_group<D, R, OutT>(parts, g, row_bytes, lane, n_units, wrow, cur);
+  wait_then_launch_dependents();  // x is the kernel before's output (launch.cuh)
   const int64_t chunks = n_in / 16, stride = SharedX::stride(n_in), nb = n_in / kQBlock;
   for (int64_t i = threadIdx.x; i < NT * chunks; i += blockDim.x) {
     const int64_t t = i / chunks, k = i - t * chunks;
@@ -240,8 +244,7 @@ bool launch_resident(const MatvecParts& parts, const int8_t* q, const float2* ds
   const int64_t by_traffic =
       std::max<int64_t>(static_cast<int64_t>(per_sm) * lim.sm_count, w_bytes / (4 * static_cast<int64_t>(x_bytes)));
   const auto blocks = static_cast<unsigned>(std::min(wanted, by_traffic));
-  kernel<<<blocks, threads, x_bytes, stream>>>(parts, q, ds, n_in, row_bytes);
-  CUDA_CHECK(cudaGetLastError());
+  launch_kernel(kernel, blocks, threads, x_bytes, stream, parts, q, ds, n_in, row_bytes);
   return true;
 }
 
@@ -256,13 +259,12 @@ void launch_nt(const MatvecParts& parts, const int8_t* q, const float2* ds, bool
   const auto blocks = static_cast<unsigned>((parts.groups(R) + kWarpsPerBlock - 1) / kWarpsPerBlock);
   const unsigned threads = kWarpsPerBlock * kWarp;
   if (parts.n == 1) {  // without the parts' lookups (warp_rows)
-    matvec_q8_kernel<D, NT, R, OutT, true><<<blocks, threads, 0, stream>>>(parts, q, ds, n_in, row_bytes);
+    launch_kernel(matvec_q8_kernel<D, NT, R, OutT, true>, blocks, threads, 0, stream, parts, q, ds, n_in, row_bytes);
   } else if constexpr (NT == 1) {
-    matvec_q8_parts1_kernel<D, R, OutT><<<blocks, threads, 0, stream>>>(parts, q, ds, n_in, row_bytes);
+    launch_kernel(matvec_q8_parts1_kernel<D, R, OutT>, blocks, threads, 0, stream, parts, q, ds, n_in, row_bytes);
   } else {
-    matvec_q8_kernel<D, NT, R, OutT, false><<<blocks, threads, 0, stream>>>(parts, q, ds, n_in, row_bytes);
+    launch_kernel(matvec_q8_kernel<D, NT, R, OutT, false>, blocks, threads, 0, stream, parts, q, ds, n_in, row_bytes);
   }
-  CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename D, typename OutT>

@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/bf16x8.cuh"
 #include "backend/cuda/matvec_q8_decode.cuh"
 #include "backend/cuda/matvec_q8_kernels.h"
@@ -20,6 +21,7 @@ constexpr int kThreads = 256;
 __global__ void __launch_bounds__(kThreads)
     quantize_kernel(const uint4* __restrict__ x, int64_t n_groups, uint2* __restrict__ q,
                     float2* __restrict__ ds) {
+  wait_then_launch_dependents();
   const int64_t g = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   const bool valid = g < n_groups;  // the others only take part in the shuffles
   float v[kQuantPerThread];
@@ -33,9 +35,8 @@ void quantize_activations_q8(const __nv_bfloat16* x, int64_t n_tok, int64_t n_in
                              cudaStream_t stream) {
   const int64_t n_groups = n_tok * n_in / kQuantPerThread;
   const auto blocks = static_cast<unsigned>((n_groups + kThreads - 1) / kThreads);
-  quantize_kernel<<<blocks, kThreads, 0, stream>>>(reinterpret_cast<const uint4*>(x), n_groups,
-                                                   reinterpret_cast<uint2*>(q), ds);
-  CUDA_CHECK(cudaGetLastError());
+  launch_kernel(quantize_kernel, blocks, kThreads, 0, stream, reinterpret_cast<const uint4*>(x), n_groups,
+                reinterpret_cast<uint2*>(q), ds);
 }
 
 }  // namespace cohort::cuda::kernels

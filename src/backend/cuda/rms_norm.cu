@@ -7,6 +7,7 @@
 
 #include "backend/cuda/bf16x8.cuh"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/quantize8.cuh"
 
 namespace cohort::cuda::kernels {
@@ -39,6 +40,7 @@ __global__ void __launch_bounds__(kThreads)
                     uint2* __restrict__ q, float2* __restrict__ ds) {
   // x and y are not __restrict__: y == x is an in-place norm (each thread
   // rewrites only the vectors it read).
+  wait_then_launch_dependents();
   const int64_t row = blockIdx.x;
   auto* xr = reinterpret_cast<uint4*>(x) + row * n8;
   const auto* rr = residual ? reinterpret_cast<const uint4*>(residual) + row * n8 : nullptr;
@@ -88,13 +90,13 @@ void launch_rms_norm(__nv_bfloat16* x, const __nv_bfloat16* residual, const floa
                      int64_t n, float eps, __nv_bfloat16* y, void* xq, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>(n_tok);
   if (xq == nullptr) {
-    rms_norm_kernel<false><<<blocks, kThreads, 0, stream>>>(x, residual, weight, n / 8, eps, y, nullptr, nullptr);
+    launch_kernel(rms_norm_kernel<false>, blocks, kThreads, 0, stream, x, residual, weight, n / 8, eps, y,
+                  static_cast<uint2*>(nullptr), static_cast<float2*>(nullptr));
   } else {
     auto* q = static_cast<uint2*>(xq);
     auto* ds = reinterpret_cast<float2*>(static_cast<int8_t*>(xq) + n_tok * n);
-    rms_norm_kernel<true><<<blocks, kThreads, 0, stream>>>(x, residual, weight, n / 8, eps, y, q, ds);
+    launch_kernel(rms_norm_kernel<true>, blocks, kThreads, 0, stream, x, residual, weight, n / 8, eps, y, q, ds);
   }
-  CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace cohort::cuda::kernels

@@ -5,6 +5,7 @@
 #include "backend/cuda/elementwise_kernels.h"
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/launch.cuh"
 
 namespace cohort::cuda::kernels {
 namespace {
@@ -20,6 +21,7 @@ __device__ float yarn_ramp(float low, float high, int pair) {
 __global__ void __launch_bounds__(kThreads)
     rope_kernel(RopeArgs a, __nv_bfloat16* __restrict__ x, int64_t token_stride,
                 const int32_t* __restrict__ positions, int n_heads, int head_dim) {
+  wait_then_launch_dependents();
   const int half = a.n_rot / 2;
   const int idx = static_cast<int>(blockIdx.x) * kThreads + static_cast<int>(threadIdx.x);
   if (idx >= n_heads * half) return;
@@ -56,9 +58,8 @@ void launch_rope(const RopeArgs& args, __nv_bfloat16* x, int64_t token_stride, c
                  int64_t n_tok, int64_t n_heads, int64_t head_dim, cudaStream_t stream) {
   const int64_t threads = n_heads * (args.n_rot / 2);
   const dim3 grid(static_cast<unsigned>((threads + kThreads - 1) / kThreads), static_cast<unsigned>(n_tok));
-  rope_kernel<<<grid, kThreads, 0, stream>>>(args, x, token_stride, positions, static_cast<int>(n_heads),
-                                             static_cast<int>(head_dim));
-  CUDA_CHECK(cudaGetLastError());
+  launch_kernel(rope_kernel, grid, kThreads, 0, stream, args, x, token_stride, positions, static_cast<int>(n_heads),
+                static_cast<int>(head_dim));
 }
 
 }  // namespace cohort::cuda::kernels

@@ -6,6 +6,7 @@
 
 #include "backend/cuda/bf16x8.cuh"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/quantize8.cuh"
 
 namespace cohort::cuda::kernels {
@@ -24,6 +25,7 @@ struct Add {
 template <typename Op>
 __global__ void __launch_bounds__(kThreads)
     binary_kernel(const uint4* a, const uint4* b, uint4* y, int64_t n8) {
+  wait_then_launch_dependents();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n8; i += stride) {
     float fa[8], fb[8];
@@ -40,10 +42,8 @@ void launch_binary(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16
                    cudaStream_t stream) {
   const int64_t n8 = n / 8;
   const auto blocks = static_cast<unsigned>(std::min<int64_t>((n8 + kThreads - 1) / kThreads, kMaxBlocks));
-  binary_kernel<Op><<<blocks, kThreads, 0, stream>>>(reinterpret_cast<const uint4*>(a),
-                                                      reinterpret_cast<const uint4*>(b),
-                                                      reinterpret_cast<uint4*>(y), n8);
-  CUDA_CHECK(cudaGetLastError());
+  launch_kernel(binary_kernel<Op>, blocks, kThreads, 0, stream, reinterpret_cast<const uint4*>(a),
+                reinterpret_cast<const uint4*>(b), reinterpret_cast<uint4*>(y), n8);
 }
 
 // y = silu(gate) * up as binary_kernel<SiluMul>, also written quantized to
@@ -52,6 +52,7 @@ void launch_binary(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16
 __global__ void __launch_bounds__(kThreads)
     silu_mul_q8_kernel(const uint4* a, const uint4* b, uint4* y, int64_t n8, uint2* __restrict__ q,
                        float2* __restrict__ ds) {
+  wait_then_launch_dependents();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   const bool valid = i < n8;
   float fa[8] = {};
@@ -71,6 +72,7 @@ __global__ void __launch_bounds__(kThreads)
 // x [n_tok, n] += row [n] (F32), n8 = n / 8 vectors per row.
 __global__ void __launch_bounds__(kThreads)
     add_row_kernel(uint4* x, const float4* row, int64_t n8, int64_t total8) {
+  wait_then_launch_dependents();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < total8; i += stride) {
     float v[8];
@@ -89,9 +91,8 @@ __global__ void __launch_bounds__(kThreads)
 void launch_add_row(__nv_bfloat16* x, const float* row, int64_t n_tok, int64_t n, cudaStream_t stream) {
   const int64_t total8 = n_tok * n / 8;
   const auto blocks = static_cast<unsigned>(std::min<int64_t>((total8 + kThreads - 1) / kThreads, kMaxBlocks));
-  add_row_kernel<<<blocks, kThreads, 0, stream>>>(reinterpret_cast<uint4*>(x), reinterpret_cast<const float4*>(row),
-                                                   n / 8, total8);
-  CUDA_CHECK(cudaGetLastError());
+  launch_kernel(add_row_kernel, blocks, kThreads, 0, stream, reinterpret_cast<uint4*>(x),
+                reinterpret_cast<const float4*>(row), n / 8, total8);
 }
 
 void launch_silu_mul(const __nv_bfloat16* gate, const __nv_bfloat16* up, __nv_bfloat16* y, int64_t n, void* xq,
@@ -99,10 +100,9 @@ void launch_silu_mul(const __nv_bfloat16* gate, const __nv_bfloat16* up, __nv_bf
   if (xq == nullptr) return launch_binary<SiluMul>(gate, up, y, n, stream);
   const int64_t n8 = n / 8;
   auto* ds = reinterpret_cast<float2*>(static_cast<int8_t*>(xq) + n);
-  silu_mul_q8_kernel<<<static_cast<unsigned>((n8 + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-      reinterpret_cast<const uint4*>(gate), reinterpret_cast<const uint4*>(up), reinterpret_cast<uint4*>(y), n8,
-      static_cast<uint2*>(xq), ds);
-  CUDA_CHECK(cudaGetLastError());
+  launch_kernel(silu_mul_q8_kernel, static_cast<unsigned>((n8 + kThreads - 1) / kThreads), kThreads, 0, stream,
+                reinterpret_cast<const uint4*>(gate), reinterpret_cast<const uint4*>(up), reinterpret_cast<uint4*>(y),
+                n8, static_cast<uint2*>(xq), ds);
 }
 
 void launch_add(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* y, int64_t n,
