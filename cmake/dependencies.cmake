@@ -5,9 +5,25 @@ find_package(Threads REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(nlohmann_json 3 CONFIG REQUIRED)
 
-# fmt: header-only (Debian ships only a shared library).
+# fmt: header-only in the release build, whose binary travels to machines that
+# may lack Debian's libfmt. The sanitizer and fuzzer builds (COHORT_FMT_LIBRARY,
+# on by default there) link Debian's shared libfmt instead: header-only, every
+# file that formats compiles fmt's implementation again, which under
+# ASan+UBSan was most of the sanitizer build's time.
+if(COHORT_SANITIZE OR COHORT_FUZZ)
+  set(_cohort_fmt_library_default ON)
+else()
+  set(_cohort_fmt_library_default OFF)
+endif()
+option(COHORT_FMT_LIBRARY "Link the system's compiled fmt instead of using it header-only"
+       ${_cohort_fmt_library_default})
 add_library(cohort_fmt INTERFACE)
-target_compile_definitions(cohort_fmt INTERFACE FMT_HEADER_ONLY=1)
+if(COHORT_FMT_LIBRARY)
+  find_package(fmt CONFIG REQUIRED)
+  target_link_libraries(cohort_fmt INTERFACE fmt::fmt)
+else()
+  target_compile_definitions(cohort_fmt INTERFACE FMT_HEADER_ONLY=1)
+endif()
 
 if(COHORT_TESTS)
   find_package(GTest REQUIRED)

@@ -50,11 +50,16 @@ release_lane() {
 }
 
 build_asan() {
-  # -O1 -g1: half the compile time of -O2 -g (the longest path of the suite);
-  # line tables are all a sanitizer report needs.
+  # -O1 -g1: half the compile time of -O2 -g; line tables are all a sanitizer
+  # report needs (-O0 compiles faster still but triples the unit tests' time).
+  # Compiling is further cut to a third (1427 s -> 486 s on 2 idle cores) by
+  # the system's compiled fmt instead of header-only (COHORT_FMT_LIBRARY, on
+  # with COHORT_SANITIZE), unity files and precompiled headers; only what the
+  # checked lane runs is built.
   cmake -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOHORT_SANITIZE=ON \
-    -DCOHORT_CUDA=OFF "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" >/dev/null
-  cmake --build build-asan -j "$JOBS"
+    -DCOHORT_CUDA=OFF "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
+    -DCMAKE_UNITY_BUILD=ON -DCOHORT_PCH=ON >/dev/null
+  cmake --build build-asan -j "$JOBS" --target cohort cohort_tests
 }
 
 build_fuzzer() {

@@ -16,15 +16,7 @@ using testing::Arrival;
 using testing::Life;
 using testing::SimOptions;
 using testing::Simulation;
-
-SimOptions options(PolicyKind policy, int n_slots, int n_batch, int tg_quantum = 0) {
-  SimOptions o;
-  o.sched.policy = policy;
-  o.sched.n_slots = n_slots;
-  o.sched.n_batch = n_batch;
-  o.sched.tg_quantum = tg_quantum;
-  return o;
-}
+using testing::sim_options;
 
 bool has_row_of(const BatchPlan& plan, RequestId id, RowKind kind) {
   return std::any_of(plan.rows.begin(), plan.rows.end(),
@@ -32,7 +24,7 @@ bool has_row_of(const BatchPlan& plan, RequestId id, RowKind kind) {
 }
 
 TEST(CohortScheduler, ShorterPromptWaitsForTheLongerAtTheBarrier) {
-  Simulation sim(options(PolicyKind::kCohort, 2, 64),
+  Simulation sim(sim_options(PolicyKind::kCohort, 2, 64),
                  {{.tick = 0, .n_prompt = 200, .max_new = 5},
                   {.tick = 0, .n_prompt = 500, .max_new = 5}});
   ASSERT_EQ(sim.run(), "");
@@ -54,7 +46,7 @@ TEST(CohortScheduler, ShorterPromptWaitsForTheLongerAtTheBarrier) {
 
 TEST(CohortScheduler, MixedLetsTheShorterPromptDecodeWhileTheLongerPrefills) {
   // The same workload under mixed: the case the cohort policy exists for.
-  Simulation sim(options(PolicyKind::kMixed, 2, 64),
+  Simulation sim(sim_options(PolicyKind::kMixed, 2, 64),
                  {{.tick = 0, .n_prompt = 200, .max_new = 5},
                   {.tick = 0, .n_prompt = 500, .max_new = 5}});
   ASSERT_EQ(sim.run(), "");
@@ -62,7 +54,7 @@ TEST(CohortScheduler, MixedLetsTheShorterPromptDecodeWhileTheLongerPrefills) {
 }
 
 TEST(CohortScheduler, ArrivalDuringDecodeWaitsForThePhaseToEnd) {
-  Simulation sim(options(PolicyKind::kCohort, 4, 64),
+  Simulation sim(sim_options(PolicyKind::kCohort, 4, 64),
                  {{.tick = 0, .n_prompt = 10, .max_new = 20},
                   {.tick = 0, .n_prompt = 12, .max_new = 20},
                   {.tick = 5, .n_prompt = 30, .max_new = 2}});
@@ -82,7 +74,7 @@ TEST(CohortScheduler, ArrivalDuringDecodeWaitsForThePhaseToEnd) {
 }
 
 TEST(CohortScheduler, BlockedRequestsAreCountedDuringDecode) {
-  Simulation sim(options(PolicyKind::kCohort, 4, 64),
+  Simulation sim(sim_options(PolicyKind::kCohort, 4, 64),
                  {{.tick = 0, .n_prompt = 10, .max_new = 20},
                   {.tick = 3, .n_prompt = 30, .max_new = 2}});
   for (int i = 0; i < 5; ++i) ASSERT_EQ(sim.tick(), "");
@@ -98,7 +90,7 @@ TEST(CohortScheduler, BlockedRequestsAreCountedDuringDecode) {
 TEST(CohortScheduler, StaggeredArrivalsCannotHoldTheCohortOpen) {
   std::vector<Arrival> arrivals;
   for (int i = 0; i < 40; ++i) arrivals.push_back({.tick = i, .n_prompt = 40, .max_new = 3});
-  Simulation sim(options(PolicyKind::kCohort, 64, 16), arrivals);
+  Simulation sim(sim_options(PolicyKind::kCohort, 64, 16), arrivals);
   ASSERT_EQ(sim.run(), "");
   // The first member finishes its prompt within a bounded number of steps,
   // and the cohort is sealed then: not all 40 join the first cohort.
@@ -112,7 +104,7 @@ TEST(CohortScheduler, StaggeredArrivalsCannotHoldTheCohortOpen) {
 }
 
 TEST(CohortScheduler, CancellingAWaitingMemberReleasesItAndTheBarrier) {
-  Simulation sim(options(PolicyKind::kCohort, 2, 32),
+  Simulation sim(sim_options(PolicyKind::kCohort, 2, 32),
                  {{.tick = 0, .n_prompt = 10, .max_new = 4, .cancel_tick = 3},
                   {.tick = 0, .n_prompt = 300, .max_new = 4}});
   for (int i = 0; i < 3; ++i) ASSERT_EQ(sim.tick(), "");
@@ -127,7 +119,7 @@ TEST(CohortScheduler, CancellingAWaitingMemberReleasesItAndTheBarrier) {
 }
 
 TEST(CohortScheduler, CancellingThePrefillingMemberOpensTheBarrierForTheOthers) {
-  Simulation sim(options(PolicyKind::kCohort, 2, 32),
+  Simulation sim(sim_options(PolicyKind::kCohort, 2, 32),
                  {{.tick = 0, .n_prompt = 10, .max_new = 4},
                   {.tick = 0, .n_prompt = 300, .max_new = 4, .cancel_tick = 3}});
   ASSERT_EQ(sim.run(), "");
@@ -142,7 +134,7 @@ TEST(CohortScheduler, CancellingThePrefillingMemberOpensTheBarrierForTheOthers) 
 }
 
 TEST(CohortScheduler, CancellingADecodingMemberLeavesTheOthersDecoding) {
-  Simulation sim(options(PolicyKind::kCohort, 3, 64),
+  Simulation sim(sim_options(PolicyKind::kCohort, 3, 64),
                  {{.tick = 0, .n_prompt = 10, .max_new = 10, .cancel_tick = 4},
                   {.tick = 0, .n_prompt = 10, .max_new = 10},
                   {.tick = 1, .n_prompt = 10, .max_new = 2, .cancel_tick = 2}});
@@ -155,7 +147,7 @@ TEST(CohortScheduler, CancellingADecodingMemberLeavesTheOthersDecoding) {
 }
 
 TEST(CohortScheduler, TgQuantumParksDecodersForTheNextPromptWithoutMixing) {
-  Simulation sim(options(PolicyKind::kCohort, 4, 64, /*tg_quantum=*/4),
+  Simulation sim(sim_options(PolicyKind::kCohort, 4, 64, /*tg_quantum=*/4),
                  {{.tick = 0, .n_prompt = 8, .max_new = 30},
                   {.tick = 3, .n_prompt = 100, .max_new = 10}});
   ASSERT_EQ(sim.run(), "");
@@ -173,7 +165,7 @@ TEST(CohortScheduler, TgQuantumParksDecodersForTheNextPromptWithoutMixing) {
 }
 
 TEST(CohortScheduler, TgQuantumWithoutQueuedWorkKeepsDecoding) {
-  Simulation sim(options(PolicyKind::kCohort, 2, 64, /*tg_quantum=*/2),
+  Simulation sim(sim_options(PolicyKind::kCohort, 2, 64, /*tg_quantum=*/2),
                  {{.tick = 0, .n_prompt = 8, .max_new = 12}});
   ASSERT_EQ(sim.run(), "");
   for (const BatchPlan& p : sim.plans()) EXPECT_TRUE(p.parked.empty());
@@ -181,7 +173,7 @@ TEST(CohortScheduler, TgQuantumWithoutQueuedWorkKeepsDecoding) {
 }
 
 TEST(CohortScheduler, UnlimitedGenerationDoesNotStarveTheQueueWithAQuantum) {
-  Simulation sim(options(PolicyKind::kCohort, 2, 64, /*tg_quantum=*/8),
+  Simulation sim(sim_options(PolicyKind::kCohort, 2, 64, /*tg_quantum=*/8),
                  {{.tick = 0, .n_prompt = 8, .max_new = kNoLimit, .cancel_tick = 200},
                   {.tick = 10, .n_prompt = 50, .max_new = 5}});
   ASSERT_EQ(sim.run(), "");
@@ -191,7 +183,7 @@ TEST(CohortScheduler, UnlimitedGenerationDoesNotStarveTheQueueWithAQuantum) {
 }
 
 TEST(SerialScheduler, OnePromptOwnsEachStepAndAllWaitAtTheBarrier) {
-  Simulation sim(options(PolicyKind::kSerial, 2, 64),
+  Simulation sim(sim_options(PolicyKind::kSerial, 2, 64),
                  {{.tick = 0, .n_prompt = 100, .max_new = 3},
                   {.tick = 0, .n_prompt = 100, .max_new = 3}});
   ASSERT_EQ(sim.run(), "");
@@ -202,7 +194,7 @@ TEST(SerialScheduler, OnePromptOwnsEachStepAndAllWaitAtTheBarrier) {
 }
 
 TEST(CohortScheduler, AFullyCachedPromptStillPrefillsOneTokenAndWaits) {
-  SimOptions o = options(PolicyKind::kCohort, 2, 32);
+  SimOptions o = sim_options(PolicyKind::kCohort, 2, 32);
   o.prefix_len = 64;
   Simulation sim(o, {{.tick = 0, .n_prompt = 65, .max_new = 1, .prefix = 0},
                      {.tick = 10, .n_prompt = 65, .max_new = 2, .prefix = 0},

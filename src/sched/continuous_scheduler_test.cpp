@@ -12,19 +12,11 @@ namespace cohort::sched {
 namespace {
 
 using testing::Life;
-using testing::SimOptions;
 using testing::Simulation;
-
-SimOptions options(PolicyKind policy, int n_slots, int n_batch) {
-  SimOptions o;
-  o.sched.policy = policy;
-  o.sched.n_slots = n_slots;
-  o.sched.n_batch = n_batch;
-  return o;
-}
+using testing::sim_options;
 
 TEST(MixedScheduler, DecodeRowsComeFirstAndPromptChunksFillTheRest) {
-  Simulation sim(options(PolicyKind::kMixed, 2, 64),
+  Simulation sim(sim_options(PolicyKind::kMixed, 2, 64),
                  {{.tick = 0, .n_prompt = 10, .max_new = 20},
                   {.tick = 2, .n_prompt = 200, .max_new = 3}});
   ASSERT_EQ(sim.run(), "");
@@ -42,7 +34,7 @@ TEST(MixedScheduler, DecodeRowsComeFirstAndPromptChunksFillTheRest) {
 }
 
 TEST(MixedScheduler, TheFirstPromptGreedilyTakesTheWholeBatch) {
-  Simulation sim(options(PolicyKind::kMixed, 2, 64),
+  Simulation sim(sim_options(PolicyKind::kMixed, 2, 64),
                  {{.tick = 0, .n_prompt = 100, .max_new = 2},
                   {.tick = 0, .n_prompt = 100, .max_new = 2}});
   ASSERT_EQ(sim.run(), "");
@@ -53,7 +45,7 @@ TEST(MixedScheduler, TheFirstPromptGreedilyTakesTheWholeBatch) {
 }
 
 TEST(NoContScheduler, PromptsWaitWhileAnythingDecodes) {
-  Simulation sim(options(PolicyKind::kNoCont, 2, 64),
+  Simulation sim(sim_options(PolicyKind::kNoCont, 2, 64),
                  {{.tick = 0, .n_prompt = 10, .max_new = 10},
                   {.tick = 2, .n_prompt = 200, .max_new = 3}});
   ASSERT_EQ(sim.run(), "");
@@ -65,7 +57,7 @@ TEST(NoContScheduler, PromptsWaitWhileAnythingDecodes) {
 }
 
 TEST(NoContScheduler, AHalfDonePromptStallsOnceAnotherRequestDecodes) {
-  Simulation sim(options(PolicyKind::kNoCont, 2, 64),
+  Simulation sim(sim_options(PolicyKind::kNoCont, 2, 64),
                  {{.tick = 0, .n_prompt = 100, .max_new = 5},
                   {.tick = 0, .n_prompt = 300, .max_new = 5}});
   ASSERT_EQ(sim.run(), "");

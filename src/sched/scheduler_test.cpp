@@ -19,21 +19,14 @@ namespace {
 
 using testing::SimOptions;
 using testing::Simulation;
-
-SimOptions options(PolicyKind policy, int n_slots, int n_batch) {
-  SimOptions o;
-  o.sched.policy = policy;
-  o.sched.n_slots = n_slots;
-  o.sched.n_batch = n_batch;
-  return o;
-}
+using testing::sim_options;
 
 const PolicyKind kAllPolicies[] = {PolicyKind::kMixed, PolicyKind::kNoCont, PolicyKind::kCohort,
                                    PolicyKind::kSerial};
 
 TEST(Scheduler, APromptLargerThanTheWholeCacheEndsWithNoKvRoom) {
   for (PolicyKind policy : kAllPolicies) {
-    SimOptions o = options(policy, 2, 64);
+    SimOptions o = sim_options(policy, 2, 64);
     o.n_kv_blocks = 4;  // 64 tokens of 16
     Simulation sim(o, {{.tick = 0, .n_prompt = 100, .max_new = 2},
                        {.tick = 0, .n_prompt = 20, .max_new = 2}});
@@ -45,7 +38,7 @@ TEST(Scheduler, APromptLargerThanTheWholeCacheEndsWithNoKvRoom) {
 
 TEST(Scheduler, RunningOutOfDecodeRoomEndsTheLatestArrivalNotEveryone) {
   for (PolicyKind policy : kAllPolicies) {
-    SimOptions o = options(policy, 2, 64);
+    SimOptions o = sim_options(policy, 2, 64);
     o.n_kv_blocks = 4;
     Simulation sim(o, {{.tick = 0, .n_prompt = 30, .max_new = 20},
                        {.tick = 0, .n_prompt = 30, .max_new = 20}});
@@ -56,7 +49,7 @@ TEST(Scheduler, RunningOutOfDecodeRoomEndsTheLatestArrivalNotEveryone) {
 }
 
 TEST(Scheduler, AFailedStepEndsItsRequestsWithAnErrorAndFreesTheirSlots) {
-  SimOptions o = options(PolicyKind::kCohort, 2, 64);
+  SimOptions o = sim_options(PolicyKind::kCohort, 2, 64);
   o.step_fail_p = 1.0;
   Simulation sim(o, {{.tick = 0, .n_prompt = 30, .max_new = 2},
                      {.tick = 0, .n_prompt = 50, .max_new = 2}});
@@ -67,7 +60,7 @@ TEST(Scheduler, AFailedStepEndsItsRequestsWithAnErrorAndFreesTheirSlots) {
 }
 
 TEST(Scheduler, StopAndLengthEndRequestsAtTheRightToken) {
-  Simulation sim(options(PolicyKind::kCohort, 3, 64),
+  Simulation sim(sim_options(PolicyKind::kCohort, 3, 64),
                  {{.tick = 0, .n_prompt = 5, .max_new = 10, .stop_after = 3},
                   {.tick = 0, .n_prompt = 5, .max_new = 1},
                   {.tick = 0, .n_prompt = 5, .max_new = 4}});

@@ -68,6 +68,16 @@ struct SimOptions {
   uint32_t seed = 1;
 };
 
+// SimOptions with the scheduler's policy, -np, -b and --tg-quantum set.
+inline SimOptions sim_options(PolicyKind policy, int n_slots, int n_batch, int tg_quantum = 0) {
+  SimOptions o;
+  o.sched.policy = policy;
+  o.sched.n_slots = n_slots;
+  o.sched.n_batch = n_batch;
+  o.sched.tg_quantum = tg_quantum;
+  return o;
+}
+
 class Simulation {
  public:
   Simulation(const SimOptions& options, std::vector<Arrival> arrivals)

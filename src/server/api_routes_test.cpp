@@ -58,7 +58,7 @@ class ApiRoutes : public ::testing::Test {
 };
 
 // The JSON payloads of an SSE body, "[DONE]" as a string.
-std::vector<Json> sse_events(const std::string& body) {
+std::vector<Json> sse_payloads(const std::string& body) {
   std::vector<Json> out;
   size_t pos = 0;
   while ((pos = body.find("data: ", pos)) != std::string::npos) {
@@ -108,7 +108,7 @@ TEST_F(ApiRoutes, ChatStreamIsOpenAIsSequenceAndMatchesTheWholeAnswer) {
   const RawResponse r = post("/v1/chat/completions", body);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.headers.at("content-type"), "text/event-stream");
-  const std::vector<Json> events = sse_events(r.body);
+  const std::vector<Json> events = sse_payloads(r.body);
   ASSERT_GE(events.size(), 5u);
   EXPECT_EQ(events[0]["choices"][0]["delta"], Json::parse(R"({"role": "assistant", "content": ""})"));
   std::string streamed;
@@ -133,14 +133,14 @@ TEST_F(ApiRoutes, ChatStreamIsOpenAIsSequenceAndMatchesTheWholeAnswer) {
 }
 
 TEST_F(ApiRoutes, StreamedLogprobsInBothFormats) {
-  const std::vector<Json> chat = sse_events(post("/v1/chat/completions",
+  const std::vector<Json> chat = sse_payloads(post("/v1/chat/completions",
       R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 2, "stream": true,
           "logprobs": true, "top_logprobs": 2})").body);
   const Json& entry = chat.at(1)["choices"][0]["logprobs"]["content"][0];
   EXPECT_EQ(entry["token"], "H");
   EXPECT_EQ(entry["logprob"], -0.5);
   EXPECT_EQ(entry["top_logprobs"].size(), 2u);
-  const std::vector<Json> text = sse_events(post("/v1/completions",
+  const std::vector<Json> text = sse_payloads(post("/v1/completions",
       R"({"prompt": "x", "max_tokens": 2, "stream": true, "logprobs": 1})").body);
   EXPECT_EQ(text.at(0)["choices"][0]["logprobs"]["tokens"], Json::parse(R"(["H"])"));
   EXPECT_EQ(text.at(0)["choices"][0]["logprobs"]["text_offset"], Json::parse("[0]"));
@@ -176,7 +176,7 @@ TEST_F(ApiRoutes, EngineFailureIs500NonStreamedAndAnErrorEventStreamed) {
   const RawResponse r = post("/v1/completions", R"({"prompt": "!x"})");
   EXPECT_EQ(r.status, 500);
   EXPECT_EQ(Json::parse(r.body)["error"]["type"], "server_error");
-  const std::vector<Json> events = sse_events(post("/v1/completions", R"({"prompt": "!x", "stream": true})").body);
+  const std::vector<Json> events = sse_payloads(post("/v1/completions", R"({"prompt": "!x", "stream": true})").body);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0]["error"]["message"], "simulated engine failure");
 }

@@ -11,7 +11,7 @@
 namespace cohort::tokenizer {
 namespace {
 
-constexpr int32_t byte_id(uint8_t b) { return 3 + b; }  // SPM test vocabulary: <0x00> is id 3
+using testing::spm_byte_id;
 
 std::vector<std::string> stream(const Tokenizer& tok, const std::vector<int32_t>& ids, bool special = false) {
   Detokenizer d = tok.detokenizer(special);
@@ -24,14 +24,14 @@ std::vector<std::string> stream(const Tokenizer& tok, const std::vector<int32_t>
 TEST(Detokenizer, ACharacterSplitAcrossTokensIsEmittedOnceWhole) {
   const Tokenizer tok = Tokenizer::from_gguf(testing::spm_metadata({}));
   // "€" = E2 82 AC, one byte token each, then 'x'.
-  EXPECT_EQ(stream(tok, {byte_id(0xE2), byte_id(0x82), byte_id(0xAC), byte_id('x')}),
+  EXPECT_EQ(stream(tok, {spm_byte_id(0xE2), spm_byte_id(0x82), spm_byte_id(0xAC), spm_byte_id('x')}),
             (std::vector<std::string>{"", "", "\xE2\x82\xAC", "x", ""}));
 }
 
 TEST(Detokenizer, NeverEmitsIllFormedUtf8) {
   const Tokenizer tok = Tokenizer::from_gguf(testing::spm_metadata({}));
   // A lone continuation byte, a lead byte cut short by ASCII, a lead byte at the end.
-  EXPECT_EQ(stream(tok, {byte_id(0x80), byte_id(0xE2), byte_id('a'), byte_id(0xF0)}),
+  EXPECT_EQ(stream(tok, {spm_byte_id(0x80), spm_byte_id(0xE2), spm_byte_id('a'), spm_byte_id(0xF0)}),
             (std::vector<std::string>{"\xEF\xBF\xBD", "", "\xEF\xBF\xBD" "a", "", "\xEF\xBF\xBD"}));
 }
 

@@ -11,17 +11,17 @@ namespace cohort::tokenizer {
 namespace {
 
 using testing::SpmSpec;
+using testing::spm_byte_id;
 using testing::spm_metadata;
 
 constexpr int32_t kUnk = 0, kBos = 1, kEos = 2;
-constexpr int32_t byte_id(uint8_t b) { return 3 + b; }  // <0x00> is id 3
 constexpr int32_t piece_id(int32_t i) { return 3 + 256 + i; }
 
 TEST(Spm, UnknownCharactersFallBackToByteTokens) {
   const Tokenizer tok = Tokenizer::from_gguf(spm_metadata({.pieces = {{"\xE2\x96\x81", -1}}}));
   // "é" is not a piece: its two bytes; the leading space is "▁".
   EXPECT_EQ(tok.encode("\xC3\xA9", false, false),
-            (std::vector{piece_id(0), byte_id(0xC3), byte_id(0xA9)}));
+            (std::vector{piece_id(0), spm_byte_id(0xC3), spm_byte_id(0xA9)}));
 }
 
 TEST(Spm, HighestScoringPairMergesFirst) {

@@ -70,6 +70,9 @@ struct SpmSpec {
   bool byte_tokens = true;
 };
 
+// The id of byte b's token in an spm_metadata vocabulary with byte tokens.
+constexpr int32_t spm_byte_id(uint8_t b) { return 3 + b; }
+
 inline gguf::Metadata spm_metadata(const SpmSpec& spec) {
   std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
   std::vector<float> scores = {0, 0, 0};
