@@ -68,7 +68,7 @@ size_t decode_attention_workspace_bytes(int64_t n_seq, int64_t n_head, int64_t h
 void decode_attention(const KvCacheView& cache, const __nv_bfloat16* q, const int32_t* block_table,
                       int64_t max_blocks, const int32_t* ctx_lens, int64_t n_seq, int64_t n_head,
                       int64_t max_ctx, float scale, void* workspace, __nv_bfloat16* out,
-                      cudaStream_t stream, const int32_t* table_rows) {
+                      cudaStream_t stream, const int32_t* table_rows, void* xq) {
   check_cache(cache, "decode_attention");
   const int64_t d = cache.head_dim;
   if (d != 64 && d != 128 && d != 256) fail("cuda: decode_attention: head_dim {} (64, 128 or 256)", d);
@@ -82,11 +82,14 @@ void decode_attention(const KvCacheView& cache, const __nv_bfloat16* q, const in
   if (max_blocks * kKvBlockSize < max_ctx || max_blocks > INT32_MAX) {
     fail("cuda: decode_attention: {} blocks per sequence cannot hold max_ctx {}", max_blocks, max_ctx);
   }
-  if (workspace == nullptr || !aligned16(q) || !aligned16(out) || !aligned16(workspace)) {
-    fail("cuda: decode_attention: q, out and the workspace must be non-null and 16-byte aligned");
+  if (workspace == nullptr || !aligned16(q) || !aligned16(out) || !aligned16(workspace) || !aligned16(xq)) {
+    fail("cuda: decode_attention: q, out, xq and the workspace must be 16-byte aligned (all but xq non-null)");
   }
   if (n_seq == 0 || max_ctx == 0) {
-    if (n_seq > 0) CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<size_t>(n_seq * n_head * d) * 2, stream));
+    const auto n = static_cast<size_t>(n_seq * n_head * d);
+    if (n > 0) CUDA_CHECK(cudaMemsetAsync(out, 0, n * 2, stream));
+    // Zeros quantize to zero bytes and {d, s} = {0, 0}.
+    if (n > 0 && xq != nullptr) CUDA_CHECK(cudaMemsetAsync(xq, 0, n + n / 32 * sizeof(float2), stream));
     return;
   }
   kernels::AttentionShape shape;
@@ -104,7 +107,7 @@ void decode_attention(const KvCacheView& cache, const __nv_bfloat16* q, const in
   p.m = reinterpret_cast<float*>(base);
   p.l = reinterpret_cast<float*>(base + align256(rows * sizeof(float)));
   p.acc = reinterpret_cast<float*>(base + 2 * align256(rows * sizeof(float)));
-  kernels::launch_decode_attention(cache, q, block_table, ctx_lens, shape, scale, p, out, stream);
+  kernels::launch_decode_attention(cache, q, block_table, ctx_lens, shape, scale, p, out, xq, stream);
 }
 
 }  // namespace cohort::cuda

@@ -12,7 +12,8 @@
 // scale * log2(e)). States are merged across the lane groups of a warp
 // (shuffles), then across warps (shared memory), and written to the
 // workspace. Stage 2 merges the splits of each (sequence, head) and
-// normalises.
+// normalises, a thread per 8 dims, and quantizes what it writes where the
+// caller asks (quantize8.cuh: the input of the int8 output projection).
 #include "backend/cuda/attention_kernels.h"
 
 #include <cmath>
@@ -20,6 +21,7 @@
 #include "backend/cuda/bf16x8.cuh"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/launch.cuh"
+#include "backend/cuda/quantize8.cuh"
 
 namespace cohort::cuda::kernels {
 namespace {
@@ -182,24 +184,46 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
-// One thread block per (head, sequence), one thread per dim.
-__global__ void attention_combine_kernel(const int32_t* __restrict__ ctx_lens, AttentionShape shape,
-                                         AttentionPartials part, __nv_bfloat16* __restrict__ out) {
+constexpr int kCombineThreads = 128;
+
+// Thread i takes dims 8 (i % (D / 8)) .. + 8 of row i / (D / 8) of out
+// [n_seq * n_head, D]: vector i of out, and group i of its quantized bytes
+// (kQuant: q, ds as quantize_activations lays them out), so the four
+// threads of a 32-block are consecutive lanes.
+template <bool kQuant>
+__global__ void __launch_bounds__(kCombineThreads)
+    attention_combine_kernel(const int32_t* __restrict__ ctx_lens, AttentionShape shape, AttentionPartials part,
+                             uint4* __restrict__ out, uint2* __restrict__ q, float2* __restrict__ ds) {
   wait_then_launch_dependents();
-  const int h = static_cast<int>(blockIdx.x), seq = static_cast<int>(blockIdx.y);
-  const int d = static_cast<int>(threadIdx.x), D = shape.head_dim;
-  const int ctx = ctx_lens[seq];
-  const int n_valid = min(shape.n_splits, (ctx + shape.split_tokens - 1) / shape.split_tokens);
-  const int64_t base = (static_cast<int64_t>(seq) * shape.n_head + h) * shape.n_splits;
-  float top = -INFINITY;
-  for (int i = 0; i < n_valid; ++i) top = fmaxf(top, part.m[base + i]);
-  float num = 0.0f, den = 0.0f;
-  for (int i = 0; i < n_valid; ++i) {
-    const float wt = merge_weight(part.m[base + i], top);
-    num = fmaf(wt, part.acc[(base + i) * D + d], num);
-    den = fmaf(wt, part.l[base + i], den);
+  const int per_row = shape.head_dim / 8;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kCombineThreads + threadIdx.x;
+  const bool valid = i < static_cast<int64_t>(shape.n_seq) * shape.n_head * per_row;
+  float v[8] = {};
+  if (valid) {  // the others only take part in the quantizer's shuffles
+    const int64_t row = i / per_row;
+    const int d0 = 8 * static_cast<int>(i % per_row);
+    const int ctx = ctx_lens[row / shape.n_head];
+    const int n_valid = min(shape.n_splits, (ctx + shape.split_tokens - 1) / shape.split_tokens);
+    const int64_t base = row * shape.n_splits;
+    float top = -INFINITY;
+    for (int s = 0; s < n_valid; ++s) top = fmaxf(top, part.m[base + s]);
+    float num[8] = {}, den = 0.0f;
+    for (int s = 0; s < n_valid; ++s) {
+      const float wt = merge_weight(part.m[base + s], top);
+      const auto* acc = reinterpret_cast<const float4*>(part.acc + (base + s) * shape.head_dim + d0);
+      const float4 a = acc[0], b = acc[1];
+      const float av[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+      for (int k = 0; k < 8; ++k) num[k] = fmaf(wt, av[k], num[k]);
+      den = fmaf(wt, part.l[base + s], den);
+    }
+#pragma unroll
+    for (int k = 0; k < 8; ++k) v[k] = den > 0.0f ? num[k] / den : 0.0f;
+    const uint4 packed = pack8(v);
+    out[i] = packed;
+    if (kQuant) unpack8(packed, v);  // quantize the stored (rounded) values
   }
-  out[(static_cast<int64_t>(seq) * shape.n_head + h) * D + d] = __float2bfloat16_rn(den > 0.0f ? num / den : 0.0f);
+  if (kQuant) quantize8(v, valid, i, q, ds);
 }
 
 template <int D, int G>
@@ -246,15 +270,24 @@ void launch_for_dim(const KvCacheView& cache, const __nv_bfloat16* q, const int3
 
 void launch_decode_attention(const KvCacheView& cache, const __nv_bfloat16* q, const int32_t* block_table,
                              const int32_t* ctx_lens, const AttentionShape& shape, float scale,
-                             const AttentionPartials& partials, __nv_bfloat16* out, cudaStream_t stream) {
+                             const AttentionPartials& partials, __nv_bfloat16* out, void* xq,
+                             cudaStream_t stream) {
   switch (shape.head_dim) {
     case 64: launch_for_dim<64>(cache, q, block_table, ctx_lens, shape, scale, partials, stream); break;
     case 128: launch_for_dim<128>(cache, q, block_table, ctx_lens, shape, scale, partials, stream); break;
     default: launch_for_dim<256>(cache, q, block_table, ctx_lens, shape, scale, partials, stream); break;
   }
-  const dim3 grid(static_cast<unsigned>(shape.n_head), static_cast<unsigned>(shape.n_seq));
-  launch_kernel(attention_combine_kernel, grid, static_cast<unsigned>(shape.head_dim), 0, stream, ctx_lens, shape,
-                partials, out);
+  const int64_t n8 = static_cast<int64_t>(shape.n_seq) * shape.n_head * shape.head_dim / 8;
+  const auto blocks = static_cast<unsigned>((n8 + kCombineThreads - 1) / kCombineThreads);
+  auto* out8 = reinterpret_cast<uint4*>(out);
+  if (xq == nullptr) {
+    launch_kernel(attention_combine_kernel<false>, blocks, kCombineThreads, 0, stream, ctx_lens, shape, partials, out8,
+                  static_cast<uint2*>(nullptr), static_cast<float2*>(nullptr));
+  } else {
+    auto* ds = reinterpret_cast<float2*>(static_cast<int8_t*>(xq) + n8 * 8);
+    launch_kernel(attention_combine_kernel<true>, blocks, kCombineThreads, 0, stream, ctx_lens, shape, partials, out8,
+                  static_cast<uint2*>(xq), ds);
+  }
 }
 
 }  // namespace cohort::cuda::kernels

@@ -61,13 +61,15 @@ size_t decode_attention_workspace_bytes(int64_t n_seq, int64_t n_head, int64_t h
 // of kAttentionSplitTokens tokens (fewer, down to kAttentionMinSplitTokens,
 // where the call would have fewer than kAttentionFillSplits splits) writes a
 // partial max, sum and output to the workspace, and a second kernel
-// combines the splits.
+// combines the splits. With `xq` non-null, out is also written there
+// quantized: the bytes of matvec_q8.h's quantize_activations(out, n_seq,
+// n_head * head_dim, xq) (one pass fewer before a quantized matvec).
 // REQUIRES: head_dim in {64, 128, 256}; n_head a multiple of n_head_kv;
-// max_blocks * kKvBlockSize >= max_ctx; q and out 16-byte aligned.
+// max_blocks * kKvBlockSize >= max_ctx; q, out and xq 16-byte aligned.
 void decode_attention(const KvCacheView& cache, const __nv_bfloat16* q, const int32_t* block_table,
                       int64_t max_blocks, const int32_t* ctx_lens, int64_t n_seq, int64_t n_head,
                       int64_t max_ctx, float scale, void* workspace, __nv_bfloat16* out,
-                      cudaStream_t stream, const int32_t* table_rows = nullptr);
+                      cudaStream_t stream, const int32_t* table_rows = nullptr, void* xq = nullptr);
 
 inline constexpr int kAttentionSplitTokens = 256;
 inline constexpr int kAttentionMinSplitTokens = 16;

@@ -25,7 +25,8 @@ struct AttentionShape {
 // Checked by the caller: head_dim in {64, 128, 256}, n_head % n_head_kv == 0.
 void launch_decode_attention(const KvCacheView& cache, const __nv_bfloat16* q, const int32_t* block_table,
                              const int32_t* ctx_lens, const AttentionShape& shape, float scale,
-                             const AttentionPartials& partials, __nv_bfloat16* out, cudaStream_t stream);
+                             const AttentionPartials& partials, __nv_bfloat16* out, void* xq,
+                             cudaStream_t stream);
 
 void launch_kv_store(const KvCacheView& cache, const __nv_bfloat16* k_new, const __nv_bfloat16* v_new,
                      int64_t token_stride, const int32_t* slots, int64_t n_tok, cudaStream_t stream);

@@ -13,6 +13,7 @@
 #include "backend/cuda/cuda_test_util.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/kernel_test_util.h"
+#include "backend/cuda/matvec_q8.h"
 #include "common/error.h"
 #include "common/half.h"
 
@@ -112,6 +113,20 @@ void check_attention(const Case& c, uint32_t seed) {
   const double e = testing::relative_l2(got.data(), want.data(), want.size());
   testing::report(what, e, kTol);
   EXPECT_TRUE(within(e, kTol)) << what << ": " << e;
+
+  // Again with the quantized output: the same BF16, and the bytes the
+  // quantizer's host reference makes of it.
+  const std::vector<uint16_t> plain = dout.download();
+  DeviceBuffer<uint8_t> xq(q8_activation_bytes(n_seq, n_head * d));
+  testing::poison(dout);
+  testing::poison(xq);
+  decode_attention(cache, testing::as_bf16(dq), dtable.data(), max_blocks, dctx.data(), n_seq, n_head, max_ctx,
+                   static_cast<float>(scale), work.data(), testing::as_bf16(dout), nullptr, nullptr, xq.data());
+  CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_EQ(dout.download(), plain) << what << ": the output with xq";
+  std::vector<uint8_t> want_q(xq.size());
+  quantize_activations_host(plain.data(), n_seq, n_head * d, want_q.data());
+  EXPECT_EQ(xq.download(), want_q) << what << ": xq";
 }
 
 TEST(CudaDecodeAttention, MatchesTheF64ReferenceOnShuffledPagedCaches) {

@@ -457,12 +457,16 @@ void CudaBackend::attention(int layer, ConstTensorView q, int64_t n_head, Tensor
                       n_head, scale, op, stream_);
     return;
   }
+  // Quantized for the output projection in the same kernel where one call
+  // takes all the rows (the quantized buffer's layout is that of the whole).
+  void* xq = in.n_tok <= attention_rows_ ? quantize_output(out) : nullptr;
   for (int64_t t = 0; t < in.n_tok; t += attention_rows_) {
     const int64_t n = std::min(attention_rows_, in.n_tok - t);
     decode_attention(kv_layer(layer), qp + t * row, step_.block_tables(), step_.table_width(),
                      step_.query_ctx() + t, n, n_head, max_ctx, scale, attention_ws_.data(), op + t * row,
-                     stream_, step_.seq_index() + t);
+                     stream_, step_.seq_index() + t, xq);
   }
+  if (xq != nullptr) quantized_as(out);
 }
 
 }  // namespace cohort::cuda
