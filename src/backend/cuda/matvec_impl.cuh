@@ -21,6 +21,7 @@
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/matvec_decode.cuh"
 #include "backend/cuda/matvec_kernels.h"
+#include "backend/cuda/matvec_q8_kernels.h"  // resident_limits
 #include "backend/cuda/matvec_rows.cuh"
 
 namespace cohort::cuda::kernels::matvec_impl {
@@ -102,14 +103,16 @@ __device__ __forceinline__ void load_units(const uint8_t* const (&wrow)[R], int6
 
 // x [NT, n_in], the rows of `parts` (matvec_parts.h) of row_bytes each.
 // Each warp computes R consecutive rows; lane l takes units l, l+32, ... of
-// each.
-template <typename D, int NT, int R, int A, typename OutT, bool kOnePart>
+// each. KS > 1 (with A = 1): a block of KS warps a group, warp k taking
+// every KS-th 32 units from the k-th (matvec_rows.cuh, split_units).
+template <typename D, int NT, int R, int A, typename OutT, bool kOnePart, int KS = 1>
 __device__ __forceinline__ void matvec_body(const MatvecParts& parts, const __nv_bfloat16* __restrict__ x,
                                             int64_t n_in, int64_t row_bytes) {
-  const int lane = static_cast<int>(threadIdx.x) % kWarp;
-  const int64_t g = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
+  static_assert(KS == 1 || A == 1);
+  const int lane = static_cast<int>(threadIdx.x) % kWarp, warp = static_cast<int>(threadIdx.x) / kWarp;
+  const int64_t g = KS == 1 ? static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp : blockIdx.x;
   const WarpRows<OutT> wr = warp_rows<R, OutT, kOnePart>(parts, g);
-  if (!wr.valid) return;  // the whole warp leaves together
+  if (!wr.valid) return;  // the whole warp (KS > 1: block) leaves together
   // Stage 0: the rows (past the part's last, the last row again: weight_row).
   const uint8_t* wrow[R];
 #pragma unroll
@@ -125,13 +128,14 @@ __device__ __forceinline__ void matvec_body(const MatvecParts& parts, const __nv
   // Stage 1: loads, A units of every row ahead of their use, so that A * R
   // units per lane are in flight while the previous A * R are decoded and
   // multiplied (stage 2).
+  const int64_t first = (KS == 1 ? 0 : warp) * kWarp + lane;
   typename D::Unit cur[A][R];
-  load_units<D, A, R>(wrow, lane, n_units, cur);
+  load_units<D, A, R>(wrow, first, n_units, cur);
   // The first weights are in flight while the kernel before finishes (launch.cuh).
   wait_then_launch_dependents();
-  for (int64_t u = lane; u < n_units; u += A * kWarp) {
+  for (int64_t u = first; u < n_units; u += A * KS * kWarp) {
     typename D::Unit next[A][R];
-    load_units<D, A, R>(wrow, u + A * kWarp, n_units, next);
+    load_units<D, A, R>(wrow, u + A * KS * kWarp, n_units, next);
 #pragma unroll
     for (int a = 0; a < A; ++a) {
       if (u + a * kWarp < n_units) accumulate<D, NT, R>(cur[a], u + a * kWarp, x, n_in, acc);
@@ -143,14 +147,18 @@ __device__ __forceinline__ void matvec_body(const MatvecParts& parts, const __nv
     }
   }
   // Stage 3: the 32 partial sums of each row and token, by shuffles.
-  reduce_and_store<R, NT, OutT>(acc, lane, wr);
+  if constexpr (KS == 1) {
+    reduce_and_store<R, NT, OutT>(acc, lane, wr);
+  } else {
+    reduce_split_and_store<KS, R, NT, OutT>(acc, lane, warp, wr);
+  }
 }
 
-template <typename D, int NT, int R, int A, typename OutT, bool kOnePart>
+template <typename D, int NT, int R, int A, typename OutT, bool kOnePart, int KS = 1>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
     matvec_kernel(const __grid_constant__ MatvecParts parts, const __nv_bfloat16* __restrict__ x, int64_t n_in,
                   int64_t row_bytes) {
-  matvec_body<D, NT, R, A, OutT, kOnePart>(parts, x, n_in, row_bytes);
+  matvec_body<D, NT, R, A, OutT, kOnePart, KS>(parts, x, n_in, row_bytes);
 }
 
 // Several parts at one token, held to the blocks a multiprocessor keeps of
@@ -159,11 +167,11 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
 // kernel that waits on memory); the lookups' values spill instead, read
 // once a warp.
 inline constexpr int kParts1MinBlocks = 10;
-template <typename D, int R, int A, typename OutT>
+template <typename D, int R, int A, typename OutT, int KS = 1>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarp, kParts1MinBlocks)
     matvec_parts1_kernel(const __grid_constant__ MatvecParts parts, const __nv_bfloat16* __restrict__ x,
                          int64_t n_in, int64_t row_bytes) {
-  matvec_body<D, 1, R, A, OutT, false>(parts, x, n_in, row_bytes);
+  matvec_body<D, 1, R, A, OutT, false, KS>(parts, x, n_in, row_bytes);
 }
 
 template <typename D, int NT, typename OutT>
@@ -171,6 +179,19 @@ void launch_out(const MatvecParts& parts, const __nv_bfloat16* x, int64_t n_in, 
   constexpr int R = rows_per_warp<D>(NT), A = units_ahead(NT);
   const unsigned threads = kWarpsPerBlock * kWarp;
   const int64_t row_bytes = n_in / D::kBlockElems * D::kBlockBytes;
+  if constexpr (NT == 1 && A == 1) {
+    if (split_units(parts.groups(R), n_in / D::kUnitElems, resident_limits().sm_count) == 2) {
+      const auto groups = static_cast<unsigned>(parts.groups(R));
+      if (parts.n == 1) {
+        launch_kernel(matvec_kernel<D, 1, R, 1, OutT, true, 2>, groups, 2 * kWarp, 0, stream, parts, x, n_in,
+                      row_bytes);
+      } else {
+        launch_kernel(matvec_parts1_kernel<D, R, 1, OutT, 2>, groups, 2 * kWarp, 0, stream, parts, x, n_in,
+                      row_bytes);
+      }
+      return;
+    }
+  }
   if (parts.n == 1) {  // without the parts' lookups (warp_rows)
     launch_kernel(matvec_kernel<D, NT, R, A, OutT, true>, blocks, threads, 0, stream, parts, x, n_in, row_bytes);
   } else if constexpr (NT == 1) {

@@ -69,10 +69,9 @@ __device__ __forceinline__ const uint8_t* weight_row(const WarpRows<OutT>& wr, i
   return wr.w + (row < wr.n_out ? row : wr.n_out - 1) * row_bytes;
 }
 
-// y [NT, n_out] rows row0 .. row0 + R of the warp's part (those below n_out)
-// = the warp's sums of acc. Every lane of the warp calls it.
-template <int R, int NT, typename OutT>
-__device__ __forceinline__ void reduce_and_store(float (&acc)[R][NT], int lane, const WarpRows<OutT>& wr) {
+// Every lane's acc = the sums of the warp's acc (shuffles).
+template <int R, int NT>
+__device__ __forceinline__ void warp_sums(float (&acc)[R][NT]) {
 #pragma unroll
   for (int r = 0; r < R; ++r) {
 #pragma unroll
@@ -83,6 +82,10 @@ __device__ __forceinline__ void reduce_and_store(float (&acc)[R][NT], int lane, 
       }
     }
   }
+}
+
+template <int R, int NT, typename OutT>
+__device__ __forceinline__ void store_rows(const float (&acc)[R][NT], int lane, const WarpRows<OutT>& wr) {
 #pragma unroll
   for (int r = 0; r < R; ++r) {
 #pragma unroll
@@ -90,6 +93,59 @@ __device__ __forceinline__ void reduce_and_store(float (&acc)[R][NT], int lane, 
       if (lane == r * NT + t && wr.row0 + r < wr.n_out) store(wr.y + t * wr.n_out + wr.row0 + r, acc[r][t]);
     }
   }
+}
+
+// y [NT, n_out] rows row0 .. row0 + R of the warp's part (those below n_out)
+// = the warp's sums of acc. Every lane of the warp calls it.
+template <int R, int NT, typename OutT>
+__device__ __forceinline__ void reduce_and_store(float (&acc)[R][NT], int lane, const WarpRows<OutT>& wr) {
+  warp_sums(acc);
+  store_rows<R, NT, OutT>(acc, lane, wr);
+}
+
+// Rows split over the KS warps of a block (split_units): the same rows'
+// sums of the block's warps, added in warp order through shared memory, and
+// stored by warp 0. Every thread of the block calls it.
+template <int KS, int R, int NT, typename OutT>
+__device__ __forceinline__ void reduce_split_and_store(float (&acc)[R][NT], int lane, int warp,
+                                                       const WarpRows<OutT>& wr) {
+  static_assert(KS > 1);
+  __shared__ float partial[KS - 1][R][NT];
+  warp_sums(acc);
+  if (warp > 0 && lane == 0) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (int t = 0; t < NT; ++t) partial[warp - 1][r][t] = acc[r][t];
+    }
+  }
+  __syncthreads();
+  if (warp > 0) return;
+#pragma unroll
+  for (int k = 0; k < KS - 1; ++k) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (int t = 0; t < NT; ++t) acc[r][t] += partial[k][r][t];
+    }
+  }
+  store_rows<R, NT, OutT>(acc, lane, wr);
+}
+
+// The F32-decoding matvec's warps a multiprocessor may hold at one token
+// (46 registers on sm_90 for BF16: 10 blocks of 4 warps), counted low.
+inline constexpr int64_t kMatvecWarpsPerSm = 28;
+
+// The warps sharing each group of rows at one token in the F32-decoding
+// matvec: 2 (a block of two warps a group, lane l of warp k taking units
+// 32 k + l, + 64, ...) where a warp a group would leave multiprocessors
+// short of warps, so of loads in flight, and each warp still has a unit for
+// each lane; else 1. The 4096-row projections of an 8B model (q, k, v;
+// output; down) ran as 2,048-3,072 warps, 15-23 a multiprocessor; split,
+// BF16 tg128 went 220.8 -> 232.6 t/s on an H200. The int8 matvec, split
+// the same way, lost (Q4_K 460 -> 445, Q8_0 345 -> 338), so it is not.
+inline int split_units(int64_t groups, int64_t n_units, int sm_count) {
+  return groups < kMatvecWarpsPerSm * sm_count && n_units >= 64 ? 2 : 1;
 }
 
 }  // namespace cohort::cuda::kernels
