@@ -24,6 +24,18 @@ void reply_loading(Exchange& exchange) {
              Json{{"error", {{"code", 503}, {"message", "Loading model"}, {"type", "unavailable_error"}}}});
 }
 
+void reply_exceed_context(Exchange& exchange, const RequestError& e) {
+  reply_json(exchange, 400,
+             Json{{"error",
+                   {{"code", 400},
+                    {"message", fmt::format("request ({} tokens) exceeds the available context size ({} tokens), "
+                                            "try increasing it",
+                                            e.n_prompt_tokens, e.n_ctx)},
+                    {"type", "exceed_context_size_error"},
+                    {"n_prompt_tokens", e.n_prompt_tokens},
+                    {"n_ctx", e.n_ctx}}}});
+}
+
 ErrorBody openai_error_body(int status, const std::string& message) {
   return ErrorBody{dump(error_json(message, error_type(status))), "application/json; charset=utf-8"};
 }

@@ -12,6 +12,7 @@
 
 #include "server/http_exchange.h"
 #include "server/http_server.h"
+#include "server/request_error.h"
 #include "server/request_fields.h"
 #include "server/served_model.h"
 
@@ -24,6 +25,11 @@ void reply_error(Exchange& exchange, int status, const std::string& message, con
 // llama-server's answer while the model loads:
 // 503 {"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}.
 void reply_loading(Exchange& exchange);
+// llama-server's answer on its own routes to a prompt the context cannot
+// hold (`e` with code "context_length_exceeded"): 400 {"error": {"code":
+// 400, "message", "type": "exceed_context_size_error", "n_prompt_tokens",
+// "n_ctx"}}.
+void reply_exceed_context(Exchange& exchange, const RequestError& e);
 
 // The HttpServer's own error bodies (404, 405, 413, ...) in OpenAI's format.
 ErrorBody openai_error_body(int status, const std::string& message);

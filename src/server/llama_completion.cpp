@@ -252,15 +252,7 @@ void native_completion(Exchange& exchange, ServedModel& model) {
     maybe = parse_native_completion_request(exchange.request().body, model.prompt_context());
   } catch (const RequestError& e) {
     if (e.code != "context_length_exceeded") throw;
-    // llama-server's answer, with its numbers as fields.
-    reply_json(exchange, 400,
-               Json{{"error",
-                     {{"code", 400},
-                      {"message", fmt::format("request ({} tokens) exceeds the available context size ({} tokens), "
-                                              "try increasing it", e.n_prompt_tokens, e.n_ctx)},
-                      {"type", "exceed_context_size_error"},
-                      {"n_prompt_tokens", e.n_prompt_tokens},
-                      {"n_ctx", e.n_ctx}}}});
+    reply_exceed_context(exchange, e);
     return;
   }
   const ParsedRequest& parsed = *maybe;

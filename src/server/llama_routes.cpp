@@ -164,14 +164,7 @@ void metrics(Exchange& exchange, const ServedModel& model) {
 
 }  // namespace
 
-std::string build_info() {
-#ifdef NDEBUG
-  constexpr const char* kBuild = "release";
-#else
-  constexpr const char* kBuild = "debug";
-#endif
-  return fmt::format("cohort ({}, {})", __VERSION__, kBuild);
-}
+std::string build_info() { return fmt::format("b{}-{}", COHORT_BUILD_NUMBER, COHORT_COMMIT); }
 
 void register_llama_routes(HttpServer& server, ServingState& state) {
   server.route("GET", "/health", [&state](Exchange& e) { health(e, state); });

@@ -71,12 +71,19 @@ void register_openai_routes(HttpServer& server, ServingState& state) {
   server.route("POST", "/v1/completions", with_model(state, [](Exchange& e, ServedModel& m) {
                  generate(e, m, Endpoint::completions);
                }));
-  for (const std::string prefix : {"/v1", ""}) {
-    server.route("POST", prefix + "/chat/completions", with_model(state, [](Exchange& e, ServedModel& m) {
+  server.route("POST", "/v1/chat/completions", with_model(state, [](Exchange& e, ServedModel& m) {
+                 generate(e, m, Endpoint::chat);
+               }));
+  // Without /v1 the route is llama-server's: its form of the context error.
+  server.route("POST", "/chat/completions", with_model(state, [](Exchange& e, ServedModel& m) {
+                 try {
                    generate(e, m, Endpoint::chat);
-                 }));
-    server.route("GET", prefix + "/models", with_model(state, list_models));
-  }
+                 } catch (const RequestError& err) {
+                   if (err.code != "context_length_exceeded") throw;
+                   reply_exceed_context(e, err);
+                 }
+               }));
+  for (const std::string prefix : {"/v1", ""}) server.route("GET", prefix + "/models", with_model(state, list_models));
 }
 
 }  // namespace cohort::server

@@ -22,7 +22,8 @@ namespace cohort::server {
 void register_openai_routes(HttpServer& server, ServingState& state);
 void register_llama_routes(HttpServer& server, ServingState& state);
 
-// "cohort <compiler and build type>", for /props and system_fingerprint.
+// The build as llama-server names it, b<commits>-<commit>, for /props and
+// system_fingerprint.
 std::string build_info();
 
 }  // namespace cohort::server

@@ -5,6 +5,7 @@ nothing), --no-slots turns /slots off as llama-server does, and
 /apply-template renders as the chat route does, and the native /completion
 route answers in llama-server's form, whole and streamed."""
 import json
+import re
 
 import pytest
 import requests
@@ -232,6 +233,29 @@ def test_native_prompt_over_the_context(cohort_server):
     err = r.json()["error"]
     assert err["type"] == "exceed_context_size_error"
     assert err["n_prompt_tokens"] == n_ctx + 5 and err["n_ctx"] == n_ctx
+
+
+def test_chat_without_v1_answers_the_context_error_as_llama_server(cohort_server):
+    n_ctx = requests.get(cohort_server + "/props", timeout=TIMEOUT).json()["default_generation_settings"]["n_ctx"]
+    messages = [{"role": "user", "content": "What is the best book " * 40}] * max(1, n_ctx // 100)
+    for stream in (False, True):
+        r = requests.post(cohort_server + "/chat/completions", json={"messages": messages, "stream": stream},
+                          timeout=TIMEOUT)
+        assert r.status_code == 400, r.text
+        err = r.json()["error"]
+        assert err["type"] == "exceed_context_size_error"
+        assert err["n_prompt_tokens"] > n_ctx and err["n_ctx"] == n_ctx
+    # /v1 keeps OpenAI's form.
+    r = requests.post(cohort_server + "/v1/chat/completions", json={"messages": messages}, timeout=TIMEOUT)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "context_length_exceeded"
+
+
+def test_build_is_named_as_llama_server_names_it(cohort_server):
+    build = requests.get(cohort_server + "/props", timeout=TIMEOUT).json()["build_info"]
+    assert re.fullmatch(r"b[0-9]+-([0-9a-f]{7}|unknown)", build), build
+    r = requests.post(cohort_server + "/v1/chat/completions",
+                      json={"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}, timeout=TIMEOUT)
+    assert r.json()["system_fingerprint"] == build
 
 
 def test_native_response_fields_and_post_sampling_probs(cohort_server):
