@@ -110,7 +110,7 @@ TEST_F(ApiRoutes, ChatStreamIsOpenAIsSequenceAndMatchesTheWholeAnswer) {
   EXPECT_EQ(r.headers.at("content-type"), "text/event-stream");
   const std::vector<Json> events = sse_payloads(r.body);
   ASSERT_GE(events.size(), 5u);
-  EXPECT_EQ(events[0]["choices"][0]["delta"], Json::parse(R"({"role": "assistant", "content": ""})"));
+  EXPECT_EQ(events[0]["choices"][0]["delta"], Json::parse(R"({"role": "assistant", "content": null})"));
   std::string streamed;
   for (size_t i = 1; i + 3 < events.size(); ++i) {
     EXPECT_TRUE(events[i]["choices"][0]["finish_reason"].is_null());

@@ -118,8 +118,8 @@ Json ResponseBuilder::choice(const std::string& text, const Json& logprobs, engi
     c["text"] = text;
   } else if (!chunk) {
     c["message"] = {{"role", "assistant"}, {"content", text}};
-  } else if (first_delta) {
-    c["delta"] = {{"role", "assistant"}, {"content", ""}};
+  } else if (first_delta) {  // content null, as llama-server sends it
+    c["delta"] = {{"role", "assistant"}, {"content", nullptr}};
   } else {
     c["delta"] = reason == engine::FinishReason::none ? Json{{"content", text}} : Json::object();
   }

@@ -89,7 +89,7 @@ TEST(OpenAIResponse, ChatChunksInOrder) {
   ResponseBuilder b(meta(Endpoint::chat), text_of);
   const Json role = b.role_chunk();
   EXPECT_EQ(role["object"], "chat.completion.chunk");
-  EXPECT_EQ(role["choices"][0]["delta"], Json::parse(R"({"role": "assistant", "content": ""})"));
+  EXPECT_EQ(role["choices"][0]["delta"], Json::parse(R"({"role": "assistant", "content": null})"));
   EXPECT_TRUE(role["choices"][0]["finish_reason"].is_null());
   EXPECT_FALSE(role.contains("usage"));
   const Json delta = b.delta_chunk({token('a'), token('b')});

@@ -1,4 +1,4 @@
-// /v1/completions, /v1/chat/completions and /v1/models.
+// /v1/completions, /v1/chat/completions (and its input_tokens) and /v1/models.
 #include <chrono>
 #include <memory>
 #include <string>
@@ -59,6 +59,13 @@ void generate(Exchange& exchange, ServedModel& model, Endpoint endpoint) {
   }
 }
 
+// The prompt tokens of a chat request, as it would be sent (llama-server's
+// POST /chat/completions/input_tokens): {"input_tokens": n}.
+void count_input_tokens(Exchange& exchange, const ServedModel& model) {
+  const ParsedRequest parsed = parse_chat_request(exchange.request().body, model.prompt_context());
+  reply_json(exchange, 200, Json{{"input_tokens", parsed.generation.prompt.size()}});
+}
+
 void list_models(Exchange& exchange, const ServedModel& model) {
   const Json entry = {{"id", model.id}, {"object", "model"}, {"created", model.created}, {"owned_by", "cohort"}};
   reply_json(exchange, 200, Json{{"object", "list"}, {"data", Json::array({entry})}});
@@ -83,7 +90,10 @@ void register_openai_routes(HttpServer& server, ServingState& state) {
                    reply_exceed_context(e, err);
                  }
                }));
-  for (const std::string prefix : {"/v1", ""}) server.route("GET", prefix + "/models", with_model(state, list_models));
+  for (const std::string prefix : {"/v1", ""}) {
+    server.route("GET", prefix + "/models", with_model(state, list_models));
+    server.route("POST", prefix + "/chat/completions/input_tokens", with_model(state, count_input_tokens));
+  }
 }
 
 }  // namespace cohort::server

@@ -1,6 +1,7 @@
 // The server's API, registered on an HttpServer:
 //
-//   OpenAI:    POST /v1/completions, POST /v1/chat/completions, GET /v1/models
+//   OpenAI:    POST /v1/completions, POST /v1/chat/completions (and
+//              /chat/completions/input_tokens: the prompt's tokens), GET /v1/models
 //              (the last two also without the /v1 prefix, as llama-server)
 //   llama.cpp: GET /health, POST /tokenize, POST /detokenize,
 //              POST /apply-template, POST /completion and /completions

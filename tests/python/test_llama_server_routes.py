@@ -250,6 +250,18 @@ def test_chat_without_v1_answers_the_context_error_as_llama_server(cohort_server
     assert r.status_code == 400 and r.json()["error"]["code"] == "context_length_exceeded"
 
 
+def test_chat_input_tokens_counts_the_prompt_the_chat_route_would_send(cohort_server):
+    body = {"messages": [{"role": "system", "content": "Book"}, {"role": "user", "content": "What is the best book"}],
+            "max_tokens": 1}
+    r = requests.post(cohort_server + "/v1/chat/completions", json=body, timeout=TIMEOUT)
+    want = r.json()["usage"]["prompt_tokens"]
+    for path in ("/chat/completions/input_tokens", "/v1/chat/completions/input_tokens"):
+        r = requests.post(cohort_server + path, json=body, timeout=TIMEOUT)
+        assert r.status_code == 200 and r.json() == {"input_tokens": want}
+    r = requests.post(cohort_server + "/chat/completions/input_tokens", json={"messages": 3}, timeout=TIMEOUT)
+    assert r.status_code == 400 and r.json()["error"]["param"] == "messages"
+
+
 def test_build_is_named_as_llama_server_names_it(cohort_server):
     build = requests.get(cohort_server + "/props", timeout=TIMEOUT).json()["build_info"]
     assert re.fullmatch(r"b[0-9]+-([0-9a-f]{7}|unknown)", build), build
