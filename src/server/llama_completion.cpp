@@ -88,15 +88,6 @@ Json token_ids(const std::vector<GeneratedToken>& tokens, bool wanted) {
   return ids;
 }
 
-const char* stop_type(engine::FinishReason reason) {
-  switch (reason) {
-    case engine::FinishReason::eog: return "eos";
-    case engine::FinishReason::length: return "limit";
-    case engine::FinishReason::stop: return "word";
-    default: return "none";
-  }
-}
-
 Json generation_settings(const NativeAnswer& a) {
   const GenerationRequest& g = a.request.generation;
   const engine::SamplingParams& p = g.sampling;
@@ -189,7 +180,7 @@ Json final_json(const NativeAnswer& a, const std::vector<GeneratedToken>& all,
               {"prompt", prompt_text(tok, a.request.generation.prompt)},
               {"has_new_line", generated.find('\n') != std::string::npos},
               {"truncated", false},
-              {"stop_type", stop_type(end.finish)},
+              {"stop_type", stop_type_name(end.finish)},
               {"stopping_word", end.stop_word},
               {"tokens_cached", usage.prompt_tokens + usage.completion_tokens},
               {"timings", native_timings(usage)}};

@@ -141,6 +141,7 @@ std::vector<engine::TokenBias> read_logit_bias(const Json& body, const tokenizer
 
 void read_stream_options(const Json& body, ResponseOptions& r) {
   r.stream = read_bool(body, "stream").value_or(false);
+  r.verbose = read_bool(body, "verbose").value_or(false);
   const Json* so = read_object(body, "stream_options");
   if (!so) return;
   if (!r.stream) reject_field("stream_options", "is only allowed when 'stream' is true");

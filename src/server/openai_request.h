@@ -48,6 +48,7 @@ struct ResponseOptions {
   bool return_tokens = false;  // native /completion: "tokens" carries the generated ids
   bool post_sampling_probs = false;          // native: probabilities ("prob", "top_probs"), not logprobs
   std::vector<std::string> response_fields;  // native: only these fields ("a/b": nested) in the answer
+  bool verbose = false;  // "verbose": a whole answer carries llama-server's "__verbose" object
 };
 
 struct ParsedRequest {

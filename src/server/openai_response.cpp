@@ -191,6 +191,15 @@ Json ResponseBuilder::usage_chunk(const Usage& usage) const {
   return j;
 }
 
+const char* stop_type_name(engine::FinishReason reason) {
+  switch (reason) {
+    case engine::FinishReason::eog: return "eos";
+    case engine::FinishReason::length: return "limit";
+    case engine::FinishReason::stop: return "word";
+    default: return "none";
+  }
+}
+
 Json ResponseBuilder::full_response(const std::vector<GeneratedToken>& tokens, engine::FinishReason reason,
                                     const Usage& usage) {
   Json j = envelope(false);
@@ -199,6 +208,13 @@ Json ResponseBuilder::full_response(const std::vector<GeneratedToken>& tokens, e
   j["choices"] = Json::array({choice(joined_text(tokens), lp, r, false, false)});
   j["usage"] = usage_json(usage);
   j["timings"] = timings_json(usage);
+  if (meta_.verbose_prompt) {
+    j["__verbose"] = {{"prompt", *meta_.verbose_prompt},
+                      {"content", joined_text(tokens)},
+                      {"tokens_evaluated", usage.prompt_tokens},
+                      {"tokens_predicted", usage.completion_tokens},
+                      {"stop_type", stop_type_name(r)}};
+  }
   return j;
 }
 

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,10 +44,17 @@ struct ResponseMeta {
   std::string system_fingerprint;  // "" leaves the field out
   bool logprobs = false;           // choices carry logprobs (else null)
   bool include_usage = false;      // streamed chunks carry "usage": null, then a usage chunk
+  // Set (request "verbose"): whole answers carry llama-server's debug object
+  // "__verbose": {"prompt": this text, "content", "tokens_evaluated",
+  // "tokens_predicted", "stop_type"}.
+  std::optional<std::string> verbose_prompt;
 };
 
 // The bytes of a token (for logprobs), e.g. Tokenizer::token_to_piece.
 using TokenText = std::function<std::string(int32_t)>;
+
+// llama-server's stop_type of a finish: "eos", "limit", "word" or "none".
+const char* stop_type_name(engine::FinishReason reason);
 
 // A fresh id: "cmpl-" or "chatcmpl-" and 24 random letters and digits.
 std::string new_response_id(Endpoint endpoint);

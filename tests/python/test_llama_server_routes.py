@@ -262,6 +262,20 @@ def test_chat_input_tokens_counts_the_prompt_the_chat_route_would_send(cohort_se
     assert r.status_code == 400 and r.json()["error"]["param"] == "messages"
 
 
+def test_verbose_answers_carry_the_prompt_as_llama_server_does(cohort_server):
+    body = {"messages": [{"role": "system", "content": "Book"}, {"role": "user", "content": "What is the best book"}],
+            "max_tokens": 2}
+    for path in ("/chat/completions", "/v1/chat/completions"):
+        plain = requests.post(cohort_server + path, json=body, timeout=TIMEOUT).json()
+        assert "__verbose" not in plain
+        out = requests.post(cohort_server + path, json={**body, "verbose": True}, timeout=TIMEOUT).json()
+        v = out["__verbose"]
+        assert "Book" in v["prompt"] and "What is the best book" in v["prompt"]
+        assert v["content"] == out["choices"][0]["message"]["content"]
+        assert v["tokens_evaluated"] == out["usage"]["prompt_tokens"]
+        assert v["tokens_predicted"] == out["usage"]["completion_tokens"] == 2 and v["stop_type"] == "limit"
+
+
 def test_build_is_named_as_llama_server_names_it(cohort_server):
     build = requests.get(cohort_server + "/props", timeout=TIMEOUT).json()["build_info"]
     assert re.fullmatch(r"b[0-9]+-([0-9a-f]{7}|unknown)", build), build
