@@ -107,7 +107,7 @@ TEST_F(Choices, ChatStreamInterleavesTheChoicesAndEndsWithTheirUsage) {
     const int index = c["index"];
     ASSERT_TRUE(index == 0 || index == 1) << c;
     if (c["delta"].contains("role")) ++roles[index];
-    if (c["delta"].contains("content")) text[index] += c["delta"]["content"].get<std::string>();
+    if (c["delta"].value("content", Json()).is_string()) text[index] += c["delta"]["content"].get<std::string>();
     if (!c["finish_reason"].is_null()) {
       EXPECT_EQ(c["finish_reason"], "length");
       ++finishes[index];
