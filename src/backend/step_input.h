@@ -30,8 +30,11 @@ struct StepInput {
   std::span<const int32_t> block_tables;  // [n_seq, max_blocks] block ids; past a table's end: unused
   std::span<const int32_t> context_lens;  // [n_seq] positions held after this step (last + 1)
   std::span<const int32_t> logit_rows;    // [n_logits] rows that want logits, increasing
+  std::span<const int32_t> embd_rows;     // [n_embd_rows] rows that want their final hidden state
+                                          //   (embeddings), increasing
 
   int32_t n_logits() const { return static_cast<int32_t>(logit_rows.size()); }
+  int32_t n_embd_rows() const { return static_cast<int32_t>(embd_rows.size()); }
   // The block table of row s. REQUIRES: 0 <= s < n_seq.
   std::span<const int32_t> block_table(int32_t s) const {
     return block_tables.subspan(static_cast<size_t>(s) * static_cast<size_t>(max_blocks),

@@ -15,12 +15,14 @@ int count_outputs(std::span<const uint8_t> want_logits) {
 }  // namespace
 
 int Batch::n_outputs() const { return count_outputs(want_logits); }
+int Batch::n_embd_outputs() const { return count_outputs(want_embd); }
 
 void Batch::clear() {
   tokens.clear();
   positions.clear();
   seq_ids.clear();
   want_logits.clear();
+  want_embd.clear();
 }
 
 void Batch::reserve(int n_tokens) {
@@ -29,13 +31,15 @@ void Batch::reserve(int n_tokens) {
   positions.reserve(n);
   seq_ids.reserve(n);
   want_logits.reserve(n);
+  want_embd.reserve(n);
 }
 
 void validate(const Batch& batch, int n_vocab, std::vector<SeqSpan>& seqs) {
   const size_t n = batch.tokens.size();
-  if (batch.positions.size() != n || batch.seq_ids.size() != n || batch.want_logits.size() != n)
-    fail("batch: arrays differ in length (tokens {}, positions {}, seq_ids {}, want_logits {})",
-         n, batch.positions.size(), batch.seq_ids.size(), batch.want_logits.size());
+  if (batch.positions.size() != n || batch.seq_ids.size() != n || batch.want_logits.size() != n ||
+      batch.want_embd.size() != n)
+    fail("batch: arrays differ in length (tokens {}, positions {}, seq_ids {}, want_logits {}, want_embd {})",
+         n, batch.positions.size(), batch.seq_ids.size(), batch.want_logits.size(), batch.want_embd.size());
   seqs.clear();
   size_t hit = 0;  // the span of the previous row: rows of one sequence are usually adjacent
   for (size_t i = 0; i < n; ++i) {

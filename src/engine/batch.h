@@ -11,7 +11,10 @@
 // engine/step_builder.h, which turns one into the forward's step input).
 //
 // Logits are produced only for rows with want_logits set; output row j of a
-// step's logits belongs to the j-th such row of the batch.
+// step's logits belongs to the j-th such row of the batch. Likewise the
+// final hidden states (after the output norm, before the output matrix: what
+// embeddings are made of) only for rows with want_embd set, row j of a
+// step's hidden rows belonging to the j-th such row.
 //
 // Thread safety: plain data, no internal synchronization.
 #pragma once
@@ -27,16 +30,19 @@ struct Batch {
   std::vector<int32_t> positions;    // [n_tokens] position in its sequence, from 0
   std::vector<int32_t> seq_ids;      // [n_tokens] sequence (KV block table) of each row
   std::vector<uint8_t> want_logits;  // [n_tokens] 1: compute logits for this row
+  std::vector<uint8_t> want_embd;    // [n_tokens] 1: return this row's final hidden state
 
   int n_tokens() const { return static_cast<int>(tokens.size()); }
-  int n_outputs() const;  // rows with want_logits set
+  int n_outputs() const;       // rows with want_logits set
+  int n_embd_outputs() const;  // rows with want_embd set
   bool empty() const { return tokens.empty(); }
 
-  void add(int32_t token, int32_t pos, int32_t seq, bool logits) {
+  void add(int32_t token, int32_t pos, int32_t seq, bool logits, bool embd = false) {
     tokens.push_back(token);
     positions.push_back(pos);
     seq_ids.push_back(seq);
     want_logits.push_back(logits ? 1 : 0);
+    want_embd.push_back(embd ? 1 : 0);
   }
   // Empties the batch and keeps its capacity (no allocation per step).
   void clear();

@@ -125,18 +125,20 @@ backend::MemoryUse Decoder::memory() const {
   return sum;
 }
 
-void Decoder::run_step(const backend::StepInput& in, backend::TensorView out) {
+void Decoder::run_step(const backend::StepInput& in, backend::TensorView out, backend::TensorView hidden) {
   // Two words of capture, so that the std::function of RankThreads::run
   // holds it without allocating.
   struct Step {
     const backend::StepInput& in;
     backend::TensorView out;
-  } step{in, out};
+    backend::TensorView hidden;
+  } step{in, out, hidden};
   auto one = [this, &step](int r) {
     Rank& k = *ranks_[static_cast<size_t>(r)];
     k.backend->begin_step(step.in);
     model::ForwardContext ctx{k.forward.hparams(), *k.backend, *k.comm, k.ws, step.in};
-    k.forward.forward(ctx, r == 0 ? step.out : backend::TensorView{});
+    k.forward.forward(ctx, r == 0 ? step.out : backend::TensorView{},
+                      r == 0 ? step.hidden : backend::TensorView{});
   };
   if (ranks_.size() == 1) {
     one(0);
@@ -162,10 +164,15 @@ void Decoder::reserve(kv::SeqId seq, int n_tokens) {
   }
 }
 
+bool Decoder::computes_hidden() const { return ranks_[0]->backend->device() == backend::Device::cpu; }
+
 void Decoder::check(const Batch& batch) {
   validate(batch, n_vocab(), seqs_);
   if (batch.n_tokens() > options_.n_batch) {
     fail("batch of {} tokens exceeds -b {}", batch.n_tokens(), options_.n_batch);
+  }
+  if (!computes_hidden() && batch.n_embd_outputs() > 0) {
+    fail("hidden states (embeddings) are computed on the CPU backend only (-dev cpu)");
   }
   for (const SeqSpan& s : seqs_) {
     if (s.last >= options_.n_ctx) {
@@ -194,16 +201,31 @@ std::span<float> Decoder::logits_buffer(int which, int n_outputs) {
   return {t.view().f32(), static_cast<size_t>(n_outputs) * static_cast<size_t>(n_vocab)};
 }
 
-void Decoder::run_batch(const Batch& batch, std::span<float> logits) {
+std::span<float> Decoder::hidden_buffer(int which, int n_rows) {
+  std::vector<float>& v = hidden_[which];
+  const size_t n = static_cast<size_t>(n_rows) * static_cast<size_t>(model_.hparams().n_embd);
+  if (v.size() < n) v.resize(n);
+  return {v.data(), n};
+}
+
+void Decoder::run_batch(const Batch& batch, std::span<float> logits, std::span<float> hidden) {
   const int64_t n_vocab = this->n_vocab();
+  const int64_t n_embd = model_.hparams().n_embd;
   const int n_ub = ubatch_size(options_);
   int32_t n_out = 0;  // logit rows written by earlier micro-batches
+  int32_t n_hid = 0;  // hidden rows written by earlier micro-batches
   for (int begin = 0; begin < batch.n_tokens(); begin += n_ub) {
     const int end = std::min(begin + n_ub, batch.n_tokens());
     const backend::StepInput& in = step_.build(batch, begin, end, blocks_);
     const std::span<float> out = logits.subspan(static_cast<size_t>(n_out) * static_cast<size_t>(n_vocab));
-    run_step(in, backend::host_f32(out, in.n_logits(), n_vocab));
+    const backend::TensorView hid =
+        in.n_embd_rows() == 0
+            ? backend::TensorView{}
+            : backend::host_f32(hidden.subspan(static_cast<size_t>(n_hid) * static_cast<size_t>(n_embd)),
+                                in.n_embd_rows(), n_embd);
+    run_step(in, backend::host_f32(out, in.n_logits(), n_vocab), hid);
     n_out += in.n_logits();
+    n_hid += in.n_embd_rows();
     for (int i = begin; i < end; ++i) {
       blocks_.commit(batch.seq_ids[static_cast<size_t>(i)], std::span(batch.tokens).subspan(static_cast<size_t>(i), 1));
     }
@@ -214,8 +236,11 @@ std::span<const float> Decoder::decode(const Batch& batch) {
   if (runner_ && runner_->busy()) fail("decode() while a submitted step is unwaited");
   check(batch);
   const std::span<float> logits = logits_buffer(0, batch.n_outputs());
+  const std::span<float> hidden = hidden_buffer(0, batch.n_embd_outputs());
   next_logits_ = 1;
-  run_batch(batch, logits);
+  last_hidden_ = {};
+  run_batch(batch, logits, hidden);
+  last_hidden_ = hidden;
   return logits;
 }
 
@@ -224,14 +249,16 @@ void Decoder::submit(const Batch& batch) {
   check(batch);
   submitted_ = batch;
   submitted_logits_ = logits_buffer(next_logits_, batch.n_outputs());
+  submitted_hidden_ = hidden_buffer(next_logits_, batch.n_embd_outputs());
   next_logits_ ^= 1;
   if (!runner_) runner_ = std::make_unique<JobThread>();
-  runner_->start([this] { run_batch(submitted_, submitted_logits_); });
+  runner_->start([this] { run_batch(submitted_, submitted_logits_, submitted_hidden_); });
 }
 
 std::span<const float> Decoder::wait() {
   if (!runner_ || !runner_->busy()) fail("wait() without a submitted step");
   runner_->wait();
+  last_hidden_ = submitted_hidden_;
   return submitted_logits_;
 }
 

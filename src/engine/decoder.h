@@ -8,7 +8,9 @@
 // decode() turns each micro-batch into a plain-data step input
 // (StepBuilder: the host input preparation), runs the forward on it, commits
 // the written tokens (so that full blocks become reusable prefixes), and
-// returns the logits of the rows that want them.
+// returns the logits of the rows that want them. Rows that want their final
+// hidden state (Batch::want_embd, for embeddings) get it in hidden(); only
+// the CPU backend computes them (computes_hidden()).
 //
 // submit() and wait() are decode() in two halves: submit() checks the batch
 // and hands it to the decoder's runner thread, which prepares each
@@ -110,6 +112,14 @@ class Decoder {
   // threw. Throws cohort::Error when nothing was submitted.
   std::span<const float> wait();
 
+  // The final hidden states [batch.n_embd_outputs(), n_embd] of the step
+  // that decode() or wait() returned last, valid as long as its logits.
+  std::span<const float> hidden() const { return last_hidden_; }
+  // Whether batches may want hidden states: the CPU backend writes them to
+  // the host from its own activations; a GPU backend's norm cannot write a
+  // host view, and copying the rows back is not built yet.
+  bool computes_hidden() const;
+
   // Forgets a sequence and frees its KV blocks (no-op if unknown).
   void free_sequence(kv::SeqId seq);
 
@@ -129,10 +139,14 @@ class Decoder {
   void check(const Batch& batch);
   // The logits buffer `which` (0 or 1) with room for `n_outputs` rows.
   std::span<float> logits_buffer(int which, int n_outputs);
-  // Every micro-batch of `batch`, its logits into `logits`.
-  void run_batch(const Batch& batch, std::span<float> logits);
-  // Runs the step in `in` on every rank; rank 0's logits land in `out`.
-  void run_step(const backend::StepInput& in, backend::TensorView out);
+  // The hidden-state buffer `which` with room for `n_rows` rows.
+  std::span<float> hidden_buffer(int which, int n_rows);
+  // Every micro-batch of `batch`, its logits into `logits`, its hidden
+  // states into `hidden`.
+  void run_batch(const Batch& batch, std::span<float> logits, std::span<float> hidden);
+  // Runs the step in `in` on every rank; rank 0's logits land in `out`, its
+  // hidden states in `hidden`.
+  void run_step(const backend::StepInput& in, backend::TensorView out, backend::TensorView hidden);
 
   const model::Model& model_;
   DecoderOptions options_;
@@ -144,9 +158,12 @@ class Decoder {
   StepBuilder step_;
   std::vector<SeqSpan> seqs_;  // [sequences of a batch] validation scratch, capacity n_batch
   backend::Tensor logits_[2];  // [n_outputs, n_vocab] host (pinned on a GPU), grown on demand
+  std::vector<float> hidden_[2];  // [n_embd_outputs, n_embd] host, beside logits_[i], grown on demand
   int next_logits_ = 0;        // the buffer the next submit() writes
   Batch submitted_;            // the batch of the step in flight
   std::span<float> submitted_logits_;
+  std::span<float> submitted_hidden_;
+  std::span<const float> last_hidden_;  // what hidden() returns
   std::unique_ptr<JobThread> runner_;  // the runner thread, started by the first submit(); destroyed first
 };
 

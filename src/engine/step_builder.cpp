@@ -10,7 +10,7 @@ StepBuilder::StepBuilder(int n_max_tok, int max_blocks, int block_size)
   assert(n_max_tok >= 1 && max_blocks >= 0 && block_size >= 1);
   const auto n = static_cast<size_t>(n_max_tok);
   for (auto* v : {&tokens_, &positions_, &kv_slots_, &seq_index_, &seq_ids_, &context_lens_,
-                  &logit_rows_}) {
+                  &logit_rows_, &embd_rows_}) {
     v->assign(n, 0);
   }
   block_tables_.assign(n * static_cast<size_t>(max_blocks), kv::kNoBlock);
@@ -37,7 +37,7 @@ const backend::StepInput& StepBuilder::build(const Batch& batch, int begin, int 
   assert(0 <= begin && begin < end && end <= batch.n_tokens() && end - begin <= n_max_tok_);
   const int32_t n_tok = end - begin;
   n_seq_ = 0;
-  int32_t n_logits = 0;
+  int32_t n_logits = 0, n_embd = 0;
   int32_t row = -1;
   for (int32_t t = 0; t < n_tok; ++t) {
     const auto i = static_cast<size_t>(begin + t), ti = static_cast<size_t>(t);
@@ -51,6 +51,7 @@ const backend::StepInput& StepBuilder::build(const Batch& batch, int begin, int 
                                         static_cast<size_t>(pos / block_size_)];
     kv_slots_[ti] = block * block_size_ + pos % block_size_;
     if (batch.want_logits[i]) logit_rows_[static_cast<size_t>(n_logits++)] = t;
+    if (batch.want_embd[i]) embd_rows_[static_cast<size_t>(n_embd++)] = t;
   }
   auto first = [](const std::vector<int32_t>& v, int32_t n) {
     return std::span<const int32_t>(v.data(), static_cast<size_t>(n));
@@ -66,6 +67,7 @@ const backend::StepInput& StepBuilder::build(const Batch& batch, int begin, int 
   in_.block_tables = first(block_tables_, n_seq_ * max_blocks_);
   in_.context_lens = first(context_lens_, n_seq_);
   in_.logit_rows = first(logit_rows_, n_logits);
+  in_.embd_rows = first(embd_rows_, n_embd);
   return in_;
 }
 

@@ -47,6 +47,7 @@ class StepBuilder {
   std::vector<int32_t> block_tables_;  // [n_max_tok, max_blocks] packed block tables
   std::vector<int32_t> context_lens_;  // [n_max_tok] per packed row: last position + 1
   std::vector<int32_t> logit_rows_;    // [n_max_tok] rows that want logits
+  std::vector<int32_t> embd_rows_;     // [n_max_tok] rows that want their hidden state
   backend::StepInput in_;
 };
 

@@ -43,11 +43,12 @@ class FamilyForward final : public RankForward {
   FamilyForward(Weights<Layer> w, const HParams& hp, std::vector<int64_t> vocab_counts)
       : RankForward(hp, std::move(vocab_counts)), w_(std::move(w)) {}
 
-  void forward(ForwardContext& ctx, backend::TensorView logits) const override {
+  void forward(ForwardContext& ctx, backend::TensorView logits, backend::TensorView hidden) const override {
     embed(ctx, w_.head);
     for (int il = 0; il < static_cast<int>(w_.layers.size()); ++il) {
       run_layer(ctx, w_.layers[static_cast<size_t>(il)], w_.head, il);
     }
+    if (!hidden.empty()) output_hidden(ctx, w_.head, hidden);
     output_logits(ctx, w_.head, logits, vocab_counts());
   }
 

@@ -41,7 +41,11 @@ class RankForward {
   // REQUIRES: in.n_tok <= ctx.ws.n_max_tok; every token's KV slot is
   // reserved; the positions of a sequence are consecutive from its
   // committed length; every rank of the group runs the same step.
-  virtual void forward(ForwardContext& ctx, backend::TensorView logits) const = 0;
+  // `hidden`: for the rows in.embd_rows, their final hidden states after the
+  // output norm [in.n_embd_rows(), n_embd] (embeddings), an F32 host view;
+  // empty on a rank whose hidden rows nobody reads (the residual stream is
+  // whole on every rank, so rank 0 needs no peer for them).
+  virtual void forward(ForwardContext& ctx, backend::TensorView logits, backend::TensorView hidden) const = 0;
   // Every weight matrix this forward reads (views into the model file; a
   // rank's are its shards), for a device backend to copy.
   virtual std::vector<backend::ConstTensorView> matrices() const = 0;
@@ -66,7 +70,9 @@ class Model {
 
   // The forward over the whole model (one rank).
   const RankForward& whole() const { return *whole_; }
-  void forward(ForwardContext& ctx, backend::TensorView logits) const { whole_->forward(ctx, logits); }
+  void forward(ForwardContext& ctx, backend::TensorView logits, backend::TensorView hidden = {}) const {
+    whole_->forward(ctx, logits, hidden);
+  }
 
   // How the model splits over n_ranks with `-ts` proportions `split` (empty:
   // even), aligned to the blocks of its O and down weights. Throws

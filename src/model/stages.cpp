@@ -115,6 +115,14 @@ void feed_forward(ForwardContext& ctx, const FfnWeights& ffn) {
   reduce_and_add(ctx);
 }
 
+void output_hidden(ForwardContext& ctx, const HeadWeights& head, backend::TensorView hidden) {
+  const int64_t n_rows = ctx.in.n_embd_rows();
+  if (n_rows == 0) return;
+  const backend::TensorView h = ctx.ws.h.view().rows(0, n_rows);
+  ctx.be.get_rows(ctx.rows(ctx.ws.x), ctx.in.embd_rows, h);
+  ctx.be.rms_norm(h, vec(head.output_norm), ctx.hp.rms_eps, hidden.rows(0, n_rows));
+}
+
 void output_logits(ForwardContext& ctx, const HeadWeights& head, backend::TensorView logits,
                    std::span<const int64_t> vocab_counts) {
   const int64_t n_rows = ctx.in.n_logits();

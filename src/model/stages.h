@@ -36,6 +36,13 @@ void attention_output(ForwardContext& ctx, const AttentionWeights& attn);
 // ws.x += all_reduce(down(silu(gate(h)) * up(h))), h = rms_norm(ws.x) · ffn.norm
 void feed_forward(ForwardContext& ctx, const FfnWeights& ffn);
 
+// hidden [n_embd_rows, n_embd] F32 host = rms_norm(ws.x) · output_norm of the
+// rows in.embd_rows, in order: the final hidden states that embeddings are
+// pooled from. Uses ws.h as scratch. The CPU backend writes a host view
+// directly; a device backend's norm cannot, which is why the decoder
+// computes embeddings on the CPU only.
+void output_hidden(ForwardContext& ctx, const HeadWeights& head, backend::TensorView hidden);
+
 // logits [n_logits, n_vocab] for the rows in.logit_rows, in order. With
 // vocab_counts (a split output head: this rank's rows and its peers'), the
 // rank computes its columns into ws.logits_part and all ranks gather them.

@@ -15,11 +15,16 @@ std::span<const int32_t> PagedKvRoom::prompt_of(RequestId id, int n_prompt) cons
   return prompt;
 }
 
-bool PagedKvRoom::can_admit(int slot, RequestId id, int n_prompt) const {
+bool PagedKvRoom::can_admit(int slot, RequestId id, int n_prompt, bool reuse_prefix) const {
+  if (!reuse_prefix) return blocks_.can_allocate(slot, n_prompt);
   return blocks_.can_allocate(slot, prompt_of(id, n_prompt));
 }
 
-int PagedKvRoom::admit(int slot, RequestId id, int n_prompt) {
+int PagedKvRoom::admit(int slot, RequestId id, int n_prompt, bool reuse_prefix) {
+  if (!reuse_prefix) {
+    blocks_.allocate(slot, n_prompt);
+    return 0;
+  }
   return blocks_.allocate(slot, prompt_of(id, n_prompt));
 }
 

@@ -33,12 +33,13 @@ class KvRoom {
   virtual ~KvRoom() = default;
 
   // Whether a sequence for the prompt of request `id` (n_prompt tokens) can
-  // be created in `slot` now. REQUIRES: the slot holds no sequence.
-  virtual bool can_admit(int slot, RequestId id, int n_prompt) const = 0;
+  // be created in `slot` now; with reuse_prefix false, as a fresh sequence
+  // that shares no cached block. REQUIRES: the slot holds no sequence.
+  virtual bool can_admit(int slot, RequestId id, int n_prompt, bool reuse_prefix) const = 0;
   // Creates it with room for the whole prompt; returns how many leading
-  // prompt tokens are already cached, in [0, n_prompt - 1].
-  // REQUIRES: can_admit(slot, id, n_prompt).
-  virtual int admit(int slot, RequestId id, int n_prompt) = 0;
+  // prompt tokens are already cached, in [0, n_prompt - 1] (0 without
+  // reuse_prefix). REQUIRES: can_admit(slot, id, n_prompt, reuse_prefix).
+  virtual int admit(int slot, RequestId id, int n_prompt, bool reuse_prefix) = 0;
 
   // Room for n more positions at the end of the slot's sequence.
   virtual bool can_append(int slot, int n) const = 0;
@@ -59,8 +60,8 @@ class PagedKvRoom final : public KvRoom {
   // `blocks` must outlive this object.
   PagedKvRoom(kv::BlockManager& blocks, PromptTokens prompt_tokens);
 
-  bool can_admit(int slot, RequestId id, int n_prompt) const override;
-  int admit(int slot, RequestId id, int n_prompt) override;
+  bool can_admit(int slot, RequestId id, int n_prompt, bool reuse_prefix) const override;
+  int admit(int slot, RequestId id, int n_prompt, bool reuse_prefix) override;
   bool can_append(int slot, int n) const override;
   void append(int slot, int n) override;
   void release(int slot) override;

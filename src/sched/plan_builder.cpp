@@ -46,7 +46,7 @@ bool PlanBuilder::can_admit_next() const {
   const int slot = lowest_free_slot(state_);
   if (slot < 0 || state_.queue.empty()) return false;
   const Request& head = state_.queue.front();
-  return kv_.can_admit(slot, head.id, head.n_prompt());
+  return kv_.can_admit(slot, head.id, head.n_prompt(), !head.spec.prompt_only);
 }
 
 int PlanBuilder::admit(int max_n) {
@@ -55,7 +55,7 @@ int PlanBuilder::admit(int max_n) {
     const int slot = lowest_free_slot(state_);
     Request r = state_.queue.front();
     state_.queue.pop_front();
-    const int cached = kv_.admit(slot, r.id, r.n_prompt());
+    const int cached = kv_.admit(slot, r.id, r.n_prompt(), !r.spec.prompt_only);
     // A fully cached prompt still computes its last token, for its logits.
     assert(cached >= 0 && cached < r.n_prompt());
     r.state = RequestState::kPrefill;
@@ -95,6 +95,7 @@ int PlanBuilder::prefill(const Request& r, int n) {
 }
 
 void PlanBuilder::sample_first(const Request& r) {
+  if (r.spec.prompt_only) return;  // it ends with its prompt
   [[maybe_unused]] const PlanRow* row = plan_.row_of(r.slot);
   assert(r.state == RequestState::kReady || (row != nullptr && row->last_chunk));
   assert(!plan_.samples_first(r.slot));
@@ -130,7 +131,8 @@ void PlanBuilder::set_phase_by_rows() {
 void PlanBuilder::finish() {
   plan_.keep_logits.clear();
   for (const PlanRow& row : plan_.rows) {
-    if (row.last_chunk && !plan_.samples_first(row.slot)) {
+    const bool prompt_only = state_.slots[static_cast<size_t>(row.slot)]->spec.prompt_only;
+    if (row.last_chunk && !plan_.samples_first(row.slot) && !prompt_only) {
       plan_.keep_logits.push_back({row.slot, row.id});
     }
   }

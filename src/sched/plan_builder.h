@@ -74,8 +74,8 @@ class PlanBuilder {
   // (PREFILL); returns that count (0: no row). A row reaching the prompt's
   // end is marked last_chunk.
   int prefill(const Request& r, int n);
-  // r's first token is sampled after this step. REQUIRES: r is READY, or has
-  // a last_chunk row in this plan.
+  // r's first token is sampled after this step; a no-op for a prompt-only
+  // request. REQUIRES: r is READY, or has a last_chunk row in this plan.
   void sample_first(const Request& r);
   // REQUIRES: r is DECODE and not parked (park), or parked (unpark).
   void park(const Request& r);
@@ -86,7 +86,8 @@ class PlanBuilder {
   void note(const PhaseNote& note) { note_ = note; }
 
   // --- for the Scheduler ---
-  // Fills keep_logits: last_chunk rows whose slot samples no first token.
+  // Fills keep_logits: last_chunk rows whose slot samples no first token
+  // (prompt-only requests keep none).
   void finish();
   const PhaseNote& phase_note() const { return note_; }
   // The latest-arriving request refused a decode row for lack of KV room

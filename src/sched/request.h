@@ -8,6 +8,12 @@
 //                                          (mixed, no-cont)
 //   any state ──► FINISHED (stop, length) | CANCELLED (cancel, error, no KV room)
 //
+// A prompt-only request (an embedding) prefills like any prompt, joining
+// the phase its policy gives it, and ends FINISHED (kStop) with its last
+// prompt chunk: it never becomes READY for a barrier, samples nothing and
+// keeps no logits. It reuses no cached prefix, since every prompt position
+// must be computed for its hidden states.
+//
 // READY means: the prompt's K/V are written, the logits of its last token are
 // kept (copied out of the transient output buffer by the executor), nothing
 // has been sampled. A request in DECODE has sampled n_generated tokens; the
@@ -35,6 +41,7 @@ inline constexpr int kNoLimit = -1;
 struct RequestSpec {
   int n_prompt = 0;               // prompt tokens, >= 1
   int max_new_tokens = kNoLimit;  // >= 1, or kNoLimit
+  bool prompt_only = false;       // ends with its prompt (see above); max_new_tokens is unused
 };
 
 // Throws cohort::Error naming the field if `spec` is not valid.

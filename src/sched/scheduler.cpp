@@ -86,7 +86,7 @@ void Scheduler::cancel_now(RequestId id) {
 void Scheduler::reject_unfittable() {
   while (state_.n_active() == 0 && !state_.queue.empty()) {
     const Request& head = state_.queue.front();
-    if (kv_.can_admit(0, head.id, head.n_prompt())) return;
+    if (kv_.can_admit(0, head.id, head.n_prompt(), !head.spec.prompt_only)) return;
     ended_.push_back({-1, head.id, EndReason::kNoKvRoom});
     ++totals_.n_cancelled;
     state_.queue.pop_front();
@@ -153,6 +153,12 @@ void Scheduler::apply_rows() {
     } else {
       ++r.n_generated;
       ++totals_.n_decode_tokens;
+    }
+  }
+  // A prompt-only request is done with its prompt (no first token follows).
+  for (const PlanRow& row : plan_.rows) {
+    if (row.last_chunk && state_.slots[static_cast<size_t>(row.slot)]->spec.prompt_only) {
+      end_slot(row.slot, EndReason::kStop);
     }
   }
 }

@@ -36,7 +36,8 @@ EngineLoop::EngineLoop(const model::Model& model, const tokenizer::Tokenizer& to
       kv_room_(decoder_.blocks(), [this](sched::RequestId id) { return prompt_of(id); }),
       scheduler_(options.scheduler, kv_room_),
       slots_(static_cast<size_t>(options.scheduler.n_slots)),
-      output_row_(static_cast<size_t>(options.scheduler.n_slots), -1) {
+      output_row_(static_cast<size_t>(options.scheduler.n_slots), -1),
+      hidden_rows_(static_cast<size_t>(options.scheduler.n_slots), {0, 0}) {
   if (n_ctx_slot_ < 2) {
     fail("-c {} over {} slots leaves {} positions per slot; at least 2 are needed",
          options.decoder.n_ctx, options.scheduler.n_slots, n_ctx_slot_);
@@ -60,7 +61,14 @@ EngineLoop::~EngineLoop() {
 std::shared_ptr<RequestHandle> EngineLoop::submit(GenerationRequest request) {
   const int n_prompt = static_cast<int>(request.prompt.size());
   if (n_prompt == 0) fail("the prompt is empty");
-  if (n_prompt >= n_ctx_slot_) {
+  if (request.embedding) {
+    if (n_prompt > n_ctx_slot_) {
+      fail("the input has {} tokens; the context of a slot holds {}", n_prompt, n_ctx_slot_);
+    }
+    if (!decoder_.computes_hidden()) {
+      fail("embeddings are computed on the CPU backend only so far (start the server with -dev cpu)");
+    }
+  } else if (n_prompt >= n_ctx_slot_) {
     fail("the prompt has {} tokens; the context of a slot holds {} (prompt plus at least one "
          "generated token)", n_prompt, n_ctx_slot_);
   }
@@ -68,8 +76,9 @@ std::shared_ptr<RequestHandle> EngineLoop::submit(GenerationRequest request) {
     if (t < 0 || t >= tokenizer_.n_vocab()) fail("prompt token id {} is outside the vocabulary", t);
   }
   request.sampling.validate();
-  const int room = n_ctx_slot_ - n_prompt;
-  sched::RequestSpec spec{n_prompt, request.max_tokens < 0 ? room : std::min(request.max_tokens, room)};
+  const int room = std::max(1, n_ctx_slot_ - n_prompt);
+  sched::RequestSpec spec{n_prompt, request.max_tokens < 0 ? room : std::min(request.max_tokens, room),
+                          request.embedding};
   std::lock_guard<std::mutex> lock(mutex_);
   // Submit under the lock so that the engine thread finds the request in
   // pending_ when the scheduler admits it.
@@ -193,7 +202,7 @@ void EngineLoop::apply_admissions(const sched::BatchPlan& plan) {
 void EngineLoop::build_batch(const sched::BatchPlan& plan) {
   batch_.clear();
   std::fill(output_row_.begin(), output_row_.end(), -1);
-  int n_out = 0;
+  int n_out = 0, n_hidden = 0;
   for (const sched::PlanRow& row : plan.rows) {
     SlotState& s = *slots_[static_cast<size_t>(row.slot)];
     if (!s.started) {
@@ -205,12 +214,41 @@ void EngineLoop::build_batch(const sched::BatchPlan& plan) {
       output_row_[static_cast<size_t>(row.slot)] = n_out++;
       continue;
     }
+    if (s.request.embedding) {
+      const int n_prompt = static_cast<int>(s.request.prompt.size());
+      const int first = n_hidden;
+      for (int i = 0; i < row.n_tokens; ++i) {
+        const bool embd = engine::pooling_reads_row(s.request.pooling, row.pos + i, n_prompt);
+        batch_.add(s.request.prompt[static_cast<size_t>(row.pos + i)], row.pos + i, row.slot, false, embd);
+        n_hidden += embd ? 1 : 0;
+      }
+      hidden_rows_[static_cast<size_t>(row.slot)] = {first, n_hidden - first};
+      continue;
+    }
     for (int i = 0; i < row.n_tokens; ++i) {
       const bool last = row.last_chunk && i == row.n_tokens - 1;
       batch_.add(s.request.prompt[static_cast<size_t>(row.pos + i)], row.pos + i, row.slot, last);
       if (last) output_row_[static_cast<size_t>(row.slot)] = n_out++;
     }
   }
+}
+
+// An embedding's hidden rows of this step join those of its earlier steps;
+// with its last chunk the request is done (the scheduler ends it too) and
+// its final event carries them.
+void EngineLoop::collect_hidden(const sched::PlanRow& row, std::span<const float> hidden) {
+  SlotState& s = *slots_[static_cast<size_t>(row.slot)];
+  const size_t n_embd = static_cast<size_t>(model_.hparams().n_embd);
+  const auto [first, count] = hidden_rows_[static_cast<size_t>(row.slot)];
+  const std::span<const float> rows =
+      hidden.subspan(static_cast<size_t>(first) * n_embd, static_cast<size_t>(count) * n_embd);
+  s.hidden.insert(s.hidden.end(), rows.begin(), rows.end());
+  if (!row.last_chunk) return;
+  finish(s, engine::FinishReason::stop, "");
+  GenerationEvent& ev = outbox_.back().event;
+  ev.hidden = std::move(s.hidden);
+  ev.n_embd = static_cast<int>(n_embd);
+  s.hidden = {};
 }
 
 // The step is handed to the decoder; while it computes, the previous step's
@@ -234,6 +272,11 @@ void EngineLoop::execute(const sched::BatchPlan& plan) {
     deliver();
     forward_cancellations();
     return;
+  }
+  for (const sched::PlanRow& row : plan.rows) {
+    if (row.kind == sched::RowKind::kPrompt && slots_[static_cast<size_t>(row.slot)]->request.embedding) {
+      collect_hidden(row, decoder_.hidden());
+    }
   }
   auto row_logits = [&](int slot) {
     return logits.subspan(static_cast<size_t>(output_row_[static_cast<size_t>(slot)]) * n_vocab, n_vocab);

@@ -16,6 +16,11 @@
 // prompt must leave room for at least one generated token, and generation
 // ends with finish reason "length" when the slot's context is full.
 //
+// Embeddings (GenerationRequest::embedding): the scheduler runs the request
+// as prompt-only work; its prompt rows want hidden states instead of
+// logits, which the loop collects step by step into the slot, and the
+// request's final event, made in the step of its last chunk, carries them.
+//
 // Thread safety: submit() and stats() from any thread; everything else runs
 // on the engine thread, which the constructor starts and the destructor
 // joins.
@@ -76,6 +81,7 @@ class EngineLoop final : public GenerationService {
   void build_batch(const sched::BatchPlan& plan);
   void sample_slot(int slot, std::span<const float> logits, std::vector<float> kept,
                    sched::StepResult& result);
+  void collect_hidden(const sched::PlanRow& row, std::span<const float> hidden);
   void deliver();
   void count_step();
   void add_usage(const Usage& usage);
@@ -98,6 +104,7 @@ class EngineLoop final : public GenerationService {
   std::vector<std::optional<SlotState>> slots_;  // [n_slots]
   engine::Batch batch_;
   std::vector<int> output_row_;                  // [n_slots] logits row of the slot, or -1
+  std::vector<std::pair<int, int>> hidden_rows_; // [n_slots] first hidden row of the slot and how many
   sched::StepResult result_;
   std::vector<Delivery> outbox_;                 // events made, not yet pushed
 

@@ -19,6 +19,7 @@
 
 #include "backend/backend.h"
 #include "engine/logprobs.h"
+#include "engine/pooling.h"
 #include "engine/sampler.h"
 #include "engine/stop.h"
 
@@ -32,6 +33,12 @@ struct GenerationRequest {
   int n_logprobs = -1;                // -1: no logprobs; 0..20: chosen token plus top-n
   bool cache_prompt = true;           // reuse a cached prefix of the prompt
   bool ignore_eos = false;
+  // An embedding: the prompt is prefilled and nothing is generated (no
+  // sampling; the fields above are unused); the final event carries the
+  // final hidden states of the prompt rows `pooling` reads. The prompt may
+  // fill the slot's whole context.
+  bool embedding = false;
+  engine::Pooling pooling = engine::Pooling::mean;
 };
 
 struct GeneratedToken {
@@ -58,6 +65,10 @@ struct GenerationEvent {
   std::string error;                  // when done and the request failed (engine-side)
   std::string stop_word;              // when done by a stop string: the one that matched
   Usage usage;                        // filled when done
+  // When done, an embedding request: [n_rows, n_embd] hidden states after
+  // the output norm, the rows engine::pooling_reads_row chose, in order.
+  std::vector<float> hidden;
+  int n_embd = 0;
 };
 
 // Wakes a thread that waits on several RequestHandles at once (the choices

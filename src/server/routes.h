@@ -8,6 +8,8 @@
 //              (native form, see llama_completion.h), GET /props,
 //              GET /slots (501 with --no-slots), GET /metrics (always on; llama-server needs
 //              --metrics, which `cohort serve` accepts and ignores)
+//   embeddings: POST /v1/embeddings (OpenAI), POST /embedding and /embeddings
+//              (native); 501 unless ServedModel::embeddings (--embeddings)
 //
 // Every route but /health answers 503 "Loading model" until the model is
 // published in `state`. `state` must outlive the server.
@@ -22,6 +24,7 @@ namespace cohort::server {
 
 void register_openai_routes(HttpServer& server, ServingState& state);
 void register_llama_routes(HttpServer& server, ServingState& state);
+void register_embedding_routes(HttpServer& server, ServingState& state);
 
 // The build as llama-server names it, b<commits>-<commit>, for /props and
 // system_fingerprint.

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/pooling.h"
 #include "engine/sampler.h"
 #include "server/generation.h"
 #include "server/openai_request.h"
@@ -43,6 +44,8 @@ struct ServedModel {
   int64_t max_tokenize = kDefaultMaxTokenize;  // --max-tokenize: /tokenize's and /detokenize's most tokens
   bool slots_endpoint = true;       // --no-slots: GET /slots answers 501
   int n_slots = 1;                  // -np: the most choices (n) of one request
+  bool embeddings = false;          // --embeddings: the embedding routes answer (else 501)
+  engine::Pooling pooling = engine::Pooling::mean;  // --pooling, or the file's <arch>.pooling_type
 
   // What request parsing needs.
   PromptContext prompt_context() const;

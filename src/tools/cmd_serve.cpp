@@ -16,6 +16,12 @@
 // llama-server). --chat-template-file / --chat-template replace the GGUF's
 // template.
 //
+// Embeddings: --embedding / --embeddings turn the embedding routes on (off,
+// they answer 501, as llama-server); --pooling none|mean|cls|last picks how
+// a prompt's hidden states become its vector, by default the file's
+// `<arch>.pooling_type`, else mean. They are computed on the CPU backend
+// only so far: on a GPU, --embeddings stops start-up with a message.
+//
 // --no-jinja: llama-server then renders with its built-in C++ copies of the
 // well-known templates, chosen by sniffing the GGUF's template, which give
 // the same text as the Jinja source for the models they recognise. cohort
@@ -54,6 +60,7 @@
 
 #include "common/error.h"
 #include "engine/decoder.h"
+#include "engine/pooling.h"
 #include "engine/sampler.h"
 #include "gguf/gguf_file.h"
 #include "server/api_reply.h"
@@ -97,6 +104,8 @@ struct ServeOptions {
   bool slots = true;                       // --slots / --no-slots: GET /slots (501 when off)
   std::string chat_template_file;          // --chat-template-file: Jinja instead of the GGUF's
   std::string chat_template;               // --chat-template: a name (chatml) or Jinja source
+  bool embeddings = false;                 // --embedding(s): the embedding routes answer
+  std::string pooling;                     // --pooling none|mean|cls|last ("": the file's, else mean)
   // Accepted for llama-server's command lines; they change nothing (see the top).
   bool offline = false, jinja = true, kv_unified = false, context_shift = false, verbose = false;
   std::string flash_attn;                  // -fa on|off|auto
@@ -182,6 +191,19 @@ int64_t unix_seconds() {
       .count();
 }
 
+// --pooling, else the file's `<arch>.pooling_type` where it names one this
+// server computes, else mean.
+engine::Pooling pooling_of(const ServeOptions& o, const gguf::Metadata& md) {
+  if (!o.pooling.empty()) return engine::parse_pooling(o.pooling);
+  const std::string arch = md.get_string("general.architecture").value_or("");
+  if (const std::optional<int64_t> v = md.get_int(arch + ".pooling_type")) {
+    if (const std::optional<engine::Pooling> p = engine::pooling_from_gguf(*v)) return *p;
+    fmt::print(stderr, "serve: warning: {}.pooling_type {} is not one of none, mean, cls, last; using mean\n",
+               arch, *v);
+  }
+  return engine::Pooling::mean;
+}
+
 // The tokenizer, template and names from the file, then the engine.
 std::unique_ptr<server::ServedModel> load_model(const ServeOptions& o,
                                                const std::optional<std::string>& chat_template) {
@@ -197,7 +219,12 @@ std::unique_ptr<server::ServedModel> load_model(const ServeOptions& o,
   m->defaults = o.sampling;
   m->default_max_tokens = o.n_predict;
   m->max_tokenize = o.max_tokenize;
+  m->embeddings = o.embeddings;
+  m->pooling = pooling_of(o, md);
   m->service = make_service(o);
+  if (o.embeddings && m->service->memory().device.find("cuda") != std::string::npos) {
+    fail("--embeddings: embeddings are computed on the CPU backend only so far; add -dev cpu");
+  }
   m->created = unix_seconds();
   return m;
 }
@@ -275,6 +302,7 @@ void check_options(const ServeOptions& o) {
   if (o.n_predict == 0 || o.n_predict < -1) fail("--n-predict (-n) must be -1 or >= 1, got {}", o.n_predict);
   o.dec.validate();
   o.sampling.validate();
+  if (!o.pooling.empty()) engine::parse_pooling(o.pooling);
 }
 
 void serve(const ServeOptions& o) {
@@ -296,6 +324,7 @@ void serve(const ServeOptions& o) {
   });
   server::register_openai_routes(http, state);
   server::register_llama_routes(http, state);
+  server::register_embedding_routes(http, state);
   const int port = http.start(o.host, o.port);
   fmt::print(stderr, "serve: listening on {}://{}:{} (loading {})\n", o.ssl_cert_file.empty() ? "http" : "https",
              o.host, port, o.model);
@@ -352,6 +381,10 @@ void register_serve(CLI::App& app) {
                 "Access-Control-Allow-Credentials of preflights (default: true; with it, * echoes the Origin)");
   cmd->add_option("--ssl-cert-file", o->ssl_cert_file, "TLS: PEM certificate chain (with --ssl-key-file)");
   cmd->add_option("--ssl-key-file", o->ssl_key_file, "TLS: PEM private key (with --ssl-cert-file)");
+  cmd->add_flag("--embedding,--embeddings", o->embeddings,
+                "answer /v1/embeddings, /embedding and /embeddings (off: they answer 501)");
+  cmd->add_option("--pooling", o->pooling,
+                  "embeddings: none, mean, cls or last (default: the file's pooling type, else mean)");
   cmd->add_flag("--slots,!--no-slots", o->slots, "GET /slots (default: on; off: it answers 501)");
   cmd->add_option("--chat-template-file", o->chat_template_file,
                   "Jinja chat template read from FILE, used instead of the model's");
