@@ -72,7 +72,8 @@ void count_input_tokens(Exchange& exchange, const ServedModel& model) {
 }
 
 void list_models(Exchange& exchange, const ServedModel& model) {
-  const Json entry = {{"id", model.id}, {"object", "model"}, {"created", model.created}, {"owned_by", "cohort"}};
+  const Json entry = {{"id", model.id},        {"object", "model"},      {"created", model.created},
+                      {"owned_by", "cohort"}, {"aliases", model.aliases}, {"tags", model.tags}};
   reply_json(exchange, 200, Json{{"object", "list"}, {"data", Json::array({entry})}});
 }
 

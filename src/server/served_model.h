@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/pooling.h"
 #include "engine/sampler.h"
@@ -34,6 +35,8 @@ struct ServedModel {
   explicit ServedModel(tokenizer::Tokenizer tok) : tokenizer(std::move(tok)) {}
 
   std::string id;                   // model id in the API: --alias, general.name or the file name
+  std::vector<std::string> aliases;  // --alias a,b,...: all of them, sorted (id is the first)
+  std::vector<std::string> tags;     // --tags a,b,...: listed by /models
   std::string path;                 // the GGUF file
   std::string chat_template;        // tokenizer.chat_template ("" -> ChatML)
   tokenizer::Tokenizer tokenizer;

@@ -41,6 +41,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <set>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -81,7 +82,8 @@ struct ServeOptions {
   std::string model;                       // -m
   std::string host = "127.0.0.1";          // --host
   int port = 8080;                         // --port (0: any free port)
-  std::string alias;                       // --alias: model id in the API
+  std::string alias;                       // --alias: model id in the API (a comma list of aliases)
+  std::string tags;                        // --tags: a comma list
   int n_parallel = 4;                      // -np: slots
   engine::DecoderOptions dec;              // -c -b -ub -t
   std::string phase_policy = "cohort";     // --phase-policy
@@ -204,6 +206,18 @@ engine::Pooling pooling_of(const ServeOptions& o, const gguf::Metadata& md) {
   return engine::Pooling::mean;
 }
 
+// The distinct non-empty names of a comma list, sorted.
+std::vector<std::string> sorted_names(const std::string& list) {
+  std::set<std::string> names;
+  size_t begin = 0;
+  while (begin <= list.size()) {
+    const size_t end = std::min(list.find(',', begin), list.size());
+    if (end > begin) names.insert(list.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return {names.begin(), names.end()};
+}
+
 // The tokenizer, template and names from the file, then the engine.
 std::unique_ptr<server::ServedModel> load_model(const ServeOptions& o,
                                                const std::optional<std::string>& chat_template) {
@@ -214,8 +228,12 @@ std::unique_ptr<server::ServedModel> load_model(const ServeOptions& o,
   m->chat_template = chat_template ? *chat_template : md.get_string("tokenizer.chat_template").value_or("");
   m->slots_endpoint = o.slots;
   m->n_slots = o.n_parallel;
-  m->id = !o.alias.empty() ? o.alias
-                           : md.get_string("general.name").value_or(std::filesystem::path(o.model).filename());
+  // --alias and --tags are comma lists; as llama-server, the model's id is
+  // the first alias in sorted order.
+  m->aliases = sorted_names(o.alias);
+  m->tags = sorted_names(o.tags);
+  m->id = !m->aliases.empty() ? m->aliases.front()
+                              : md.get_string("general.name").value_or(std::filesystem::path(o.model).filename());
   m->defaults = o.sampling;
   m->default_max_tokens = o.n_predict;
   m->max_tokenize = o.max_tokenize;
@@ -352,7 +370,10 @@ void register_serve(CLI::App& app) {
   cmd->add_option("-m,--model", o->model, "GGUF file")->required();
   cmd->add_option("--host", o->host, "address to listen on");
   cmd->add_option("--port", o->port, "port to listen on (0: any free port)");
-  cmd->add_option("--alias", o->alias, "model id in the API (default: general.name of the file)");
+  cmd->add_option("--alias", o->alias,
+                  "model id in the API, or a comma list of aliases (the first in sorted order is the id; "
+                  "default: general.name of the file)");
+  cmd->add_option("--tags", o->tags, "comma list of tags that /models lists with the model");
   cmd->add_option("--parallel", o->n_parallel, "slots: requests served at once (-np)");
   add_decoder_flags(cmd, o->dec);
   cmd->add_option("--phase-policy", o->phase_policy, "scheduling: cohort, mixed, no-cont or serial")

@@ -38,6 +38,17 @@ def test_llama_server_flags_start_the_server(cohort_bin, default_model, tmp_path
         assert _chat_prompt_tokens(url) == _n_tokens(url, CHATML_HI)
 
 
+def test_aliases_and_tags_are_listed_and_the_first_alias_is_the_id(cohort_bin, default_model, tmp_path):
+    flags = ["--alias", "tinyllama-2,fim,code", "--tags", "chat,fim,small"]
+    with serving(cohort_bin, default_model, [*SERVE_ARGS, *flags], tmp_path) as url:
+        for path in ("/models", "/v1/models"):
+            models = requests.get(url + path, timeout=TIMEOUT).json()["data"]
+            assert len(models) == 1
+            assert models[0]["aliases"] == ["code", "fim", "tinyllama-2"]
+            assert models[0]["tags"] == ["chat", "fim", "small"]
+            assert models[0]["id"] == "code"
+
+
 def test_no_slots_and_a_template_file(cohort_bin, default_model, tmp_path):
     template = tmp_path / "t.jinja"
     template.write_text("{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }} and more words{% endfor %}")
