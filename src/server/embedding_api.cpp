@@ -79,7 +79,8 @@ EmbeddingRequest parse_embedding_request(std::string_view body, const tokenizer:
     const size_t n = r.inputs[i].size();
     if (n == 0) reject_field(name, "gives no tokens: input content cannot be empty");
     if (n > static_cast<size_t>(n_ctx)) {
-      reject_field(name, fmt::format("has {} tokens, more than the context of a slot ({} tokens)", n, n_ctx));
+      reject_field(name, fmt::format("is too large to process: {} tokens, more than the context of a slot "
+                                     "({} tokens)", n, n_ctx));
     }
   }
   r.embd_normalize = static_cast<int>(read_int(json, "embd_normalize", -1, 1000).value_or(2));
