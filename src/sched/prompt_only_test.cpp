@@ -7,12 +7,12 @@
 #include <gtest/gtest.h>
 
 #include "sched/scheduler.h"
+#include "sched/sim_testing.h"
 
 namespace cohort::sched {
 namespace {
 
-const PolicyKind kAllPolicies[] = {PolicyKind::kMixed, PolicyKind::kNoCont, PolicyKind::kCohort,
-                                   PolicyKind::kSerial};
+using testing::kAllPolicies;
 
 bool lists(const std::vector<SlotRef>& refs, RequestId id) {
   for (const SlotRef& r : refs) {

@@ -17,12 +17,10 @@
 namespace cohort::sched {
 namespace {
 
+using testing::kAllPolicies;
 using testing::SimOptions;
 using testing::Simulation;
 using testing::sim_options;
-
-const PolicyKind kAllPolicies[] = {PolicyKind::kMixed, PolicyKind::kNoCont, PolicyKind::kCohort,
-                                   PolicyKind::kSerial};
 
 TEST(Scheduler, APromptLargerThanTheWholeCacheEndsWithNoKvRoom) {
   for (PolicyKind policy : kAllPolicies) {

@@ -68,6 +68,10 @@ struct SimOptions {
   uint32_t seed = 1;
 };
 
+// Every phase policy, for tests that run under each.
+inline constexpr PolicyKind kAllPolicies[] = {PolicyKind::kMixed, PolicyKind::kNoCont, PolicyKind::kCohort,
+                                              PolicyKind::kSerial};
+
 // SimOptions with the scheduler's policy, -np, -b and --tg-quantum set.
 inline SimOptions sim_options(PolicyKind policy, int n_slots, int n_batch, int tg_quantum = 0) {
   SimOptions o;
