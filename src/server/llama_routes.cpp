@@ -99,7 +99,7 @@ void apply_template(Exchange& exchange, const ServedModel& model) {
   const auto messages = body.find("messages");
   if (messages == body.end() || messages->is_null()) reject_field("messages", "is required");
   const std::string prompt = render_chat_prompt(normalize_messages(*messages), model.chat_template, model.tokenizer,
-                                                kwargs ? *kwargs : Json());
+                                                template_variables(model.template_defaults, kwargs));
   reply_json(exchange, 200, Json{{"prompt", prompt}});
 }
 

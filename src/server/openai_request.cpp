@@ -400,10 +400,18 @@ ParsedRequest parse_chat_request(std::string_view body_text, const PromptContext
   const auto messages = body.find("messages");
   if (messages == body.end() || messages->is_null()) reject_field("messages", "is required");
   const Json normalized = normalize_messages(*messages);
-  p.generation.prompt =
-      chat_prompt_tokens(normalized, ctx.chat_template, *ctx.tokenizer, kwargs ? *kwargs : Json());
+  p.generation.prompt = chat_prompt_tokens(normalized, ctx.chat_template, *ctx.tokenizer,
+                                           template_variables(ctx.template_defaults, kwargs));
   check_prompt_fits(p.generation.prompt, ctx, "messages");
   return p;
+}
+
+Json template_variables(const Json& defaults, const Json* kwargs) {
+  Json vars = defaults.is_object() ? defaults : Json::object();
+  if (kwargs != nullptr) {
+    for (const auto& [k, v] : kwargs->items()) vars[k] = v;
+  }
+  return vars;
 }
 
 }  // namespace cohort::server

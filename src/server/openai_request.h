@@ -64,7 +64,14 @@ struct PromptContext {
   engine::SamplingParams defaults;  // for the sampling fields a request leaves out
   int default_max_tokens = -1;      // when no max_tokens field is given (-n)
   int max_choices = 1;              // the most choices (n) of a request: the server's slots
+  // Template variables every chat prompt gets unless the request's
+  // chat_template_kwargs set them (--reasoning off: enable_thinking false).
+  Json template_defaults = Json::object();
 };
+
+// The template variables of a chat prompt: `defaults`, then the request's
+// chat_template_kwargs (`kwargs`, may be null) over them.
+Json template_variables(const Json& defaults, const Json* kwargs);
 
 inline constexpr int kMaxStopStrings = 4;         // as OpenAI
 inline constexpr size_t kMaxStopBytes = 512;      // per stop string

@@ -253,5 +253,13 @@ TEST_F(OpenAIRequest, EachChoiceHasItsOwnSeed) {
   EXPECT_EQ(choice_request(last, 1).sampling.seed, 0u) << "wraps past the random seed";
 }
 
+TEST(ChatRequest, TemplateVariablesAreTheDefaultsWithTheRequestsKwargsOver) {
+  const Json defaults = {{"enable_thinking", false}, {"x", 1}};
+  EXPECT_EQ(template_variables(defaults, nullptr), defaults);
+  const Json kwargs = {{"enable_thinking", true}, {"y", "z"}};
+  EXPECT_EQ(template_variables(defaults, &kwargs), Json({{"enable_thinking", true}, {"x", 1}, {"y", "z"}}));
+  EXPECT_EQ(template_variables(Json::object(), &kwargs), kwargs);
+}
+
 }  // namespace
 }  // namespace cohort::server

@@ -10,6 +10,7 @@ PromptContext ServedModel::prompt_context() const {
   ctx.defaults = defaults;
   ctx.default_max_tokens = default_max_tokens;
   ctx.max_choices = n_slots;
+  ctx.template_defaults = template_defaults;
   return ctx;
 }
 

@@ -39,6 +39,7 @@ struct ServedModel {
   std::vector<std::string> tags;     // --tags a,b,...: listed by /models
   std::string path;                 // the GGUF file
   std::string chat_template;        // tokenizer.chat_template ("" -> ChatML)
+  Json template_defaults = Json::object();  // PromptContext::template_defaults (--reasoning)
   tokenizer::Tokenizer tokenizer;
   std::unique_ptr<GenerationService> service;
   int64_t created = 0;              // unix seconds when loading finished

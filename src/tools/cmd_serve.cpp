@@ -108,6 +108,7 @@ struct ServeOptions {
   std::string chat_template;               // --chat-template: a name (chatml) or Jinja source
   bool embeddings = false;                 // --embedding(s): the embedding routes answer
   std::string pooling;                     // --pooling none|mean|cls|last ("": the file's, else mean)
+  std::string reasoning = "auto";          // --reasoning on|off|auto
   // Accepted for llama-server's command lines; they change nothing (see the top).
   bool offline = false, jinja = true, kv_unified = false, context_shift = false, verbose = false;
   std::string flash_attn;                  // -fa on|off|auto
@@ -226,6 +227,10 @@ std::unique_ptr<server::ServedModel> load_model(const ServeOptions& o,
   auto m = std::make_unique<server::ServedModel>(tokenizer::Tokenizer::from_gguf(md));
   m->path = o.model;
   m->chat_template = chat_template ? *chat_template : md.get_string("tokenizer.chat_template").value_or("");
+  // --reasoning off renders chat prompts with enable_thinking false (a
+  // request's chat_template_kwargs may still set it); on and auto leave the
+  // template's own default.
+  if (o.reasoning == "off") m->template_defaults["enable_thinking"] = false;
   m->slots_endpoint = o.slots;
   m->n_slots = o.n_parallel;
   // --alias and --tags are comma lists; as llama-server, the model's id is
@@ -404,6 +409,9 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--ssl-key-file", o->ssl_key_file, "TLS: PEM private key (with --ssl-cert-file)");
   cmd->add_flag("--embedding,--embeddings", o->embeddings,
                 "answer /v1/embeddings, /embedding and /embeddings (off: they answer 501)");
+  cmd->add_option("--reasoning", o->reasoning,
+                  "off: chat prompts rendered with enable_thinking false (on, auto: the template's default)")
+      ->check(CLI::IsMember({"on", "off", "auto"}));
   cmd->add_option("--pooling", o->pooling,
                   "embeddings: none, mean, cls or last (default: the file's pooling type, else mean)");
   cmd->add_flag("--slots,!--no-slots", o->slots, "GET /slots (default: on; off: it answers 501)");
