@@ -5,8 +5,8 @@
 # swapped, every preset points at the default model (nothing can be
 # downloaded; tests/llama_server/utils_local_model.py is appended to the
 # suite's utils.py). Tests out of cohort's scope are deselected below, each
-# with its reason. Not yet part of scripts/test.sh: on 2026-12-03, 88 of the
-# 197 selected tests passed (20 deselected). Most failures: --reasoning,
+# with its reason. Not yet part of scripts/test.sh: on 2026-12-03, 104 of the
+# 197 selected tests passed (20 deselected). Most failures: reasoning formats,
 # llama.cpp's named chat templates (llama3, command-r) and its date_string /
 # datetime template variables, return_progress, --metrics gating /metrics,
 # prompt-cache accounting, and tests that assume the tiny models of llama.cpp's
