@@ -24,6 +24,10 @@ void reply_loading(Exchange& exchange) {
              Json{{"error", {{"code", 503}, {"message", "Loading model"}, {"type", "unavailable_error"}}}});
 }
 
+void reply_not_supported(Exchange& exchange, const std::string& message) {
+  reply_json(exchange, 501, Json{{"error", {{"code", 501}, {"message", message}, {"type", "not_supported_error"}}}});
+}
+
 void reply_exceed_context(Exchange& exchange, const RequestError& e) {
   reply_json(exchange, 400,
              Json{{"error",

@@ -25,6 +25,9 @@ void reply_error(Exchange& exchange, int status, const std::string& message, con
 // llama-server's answer while the model loads:
 // 503 {"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}.
 void reply_loading(Exchange& exchange);
+// llama-server's answer for a feature the server was started without:
+// 501 {"error": {"code": 501, "message", "type": "not_supported_error"}}.
+void reply_not_supported(Exchange& exchange, const std::string& message);
 // llama-server's answer on its own routes to a prompt the context cannot
 // hold (`e` with code "context_length_exceeded"): 400 {"error": {"code":
 // 400, "message", "type": "exceed_context_size_error", "n_prompt_tokens",

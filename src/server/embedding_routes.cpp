@@ -37,11 +37,7 @@ struct PendingInputs {
 
 void embeddings(Exchange& exchange, ServedModel& model, EmbeddingForm form) {
   if (!model.embeddings) {  // llama-server's answer, word for word
-    reply_json(exchange, 501,
-               Json{{"error",
-                     {{"code", 501},
-                      {"message", "This server does not support embeddings. Start it with `--embeddings`"},
-                      {"type", "not_supported_error"}}}});
+    reply_not_supported(exchange, "This server does not support embeddings. Start it with `--embeddings`");
     return;
   }
   if (form == EmbeddingForm::openai && model.pooling == engine::Pooling::none) {

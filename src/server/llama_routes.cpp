@@ -137,11 +137,7 @@ void props(Exchange& exchange, const ServedModel& model) {
 
 void slots(Exchange& exchange, const ServedModel& model) {
   if (!model.slots_endpoint) {  // llama-server's answer, word for word
-    reply_json(exchange, 501,
-               Json{{"error",
-                     {{"code", 501},
-                      {"message", "This server does not support slots endpoint. Start it with `--slots`"},
-                      {"type", "not_supported_error"}}}});
+    reply_not_supported(exchange, "This server does not support slots endpoint. Start it with `--slots`");
     return;
   }
   const ServiceStats stats = model.service->stats();
