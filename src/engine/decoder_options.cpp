@@ -6,22 +6,12 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "common/comma_list.h"
 #include "common/error.h"
 #include "engine/decoder.h"
 
 namespace cohort::engine {
 namespace {
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  for (;;) {
-    const size_t comma = s.find(',', at);
-    out.push_back(s.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-    if (comma == std::string::npos) return out;
-    at = comma + 1;
-  }
-}
 
 void validate_split(const DecoderOptions& o) {
   const std::string& split_mode = o.split_mode;
@@ -73,7 +63,7 @@ void DecoderOptions::validate() const {
 
 std::vector<std::string> DecoderOptions::devices() const {
   if (device.empty()) return {device};
-  std::vector<std::string> devs = split_list(device);
+  std::vector<std::string> devs = split_commas(device);
   for (const std::string& d : devs) {
     if (d.empty()) fail("-dev '{}' has an empty entry", device);
   }

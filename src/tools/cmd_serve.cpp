@@ -59,6 +59,7 @@
 
 #include <fmt/format.h>
 
+#include "common/comma_list.h"
 #include "common/error.h"
 #include "engine/decoder.h"
 #include "engine/pooling.h"
@@ -210,11 +211,8 @@ engine::Pooling pooling_of(const ServeOptions& o, const gguf::Metadata& md) {
 // The distinct non-empty names of a comma list, sorted.
 std::vector<std::string> sorted_names(const std::string& list) {
   std::set<std::string> names;
-  size_t begin = 0;
-  while (begin <= list.size()) {
-    const size_t end = std::min(list.find(',', begin), list.size());
-    if (end > begin) names.insert(list.substr(begin, end - begin));
-    begin = end + 1;
+  for (std::string& name : split_commas(list)) {
+    if (!name.empty()) names.insert(std::move(name));
   }
   return {names.begin(), names.end()};
 }
