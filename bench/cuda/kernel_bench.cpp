@@ -7,6 +7,9 @@
 //                          the copy ceiling
 //   {"op":"matvec_q8", ...} the same for the int8-activation kernels
 //                          (matvec_q8.h), activations already quantized
+//   {"op":"mmq", ...}      the int8 tensor-core matmul (mmq.h) at 1-64
+//                          tokens against dequantization + cuBLAS (gemm.h)
+//                          at 16-64, the same shapes and types
 //   {"op":"parts", ...}    the q, k and v projections of llama3-8b (4096,
 //                          1024, 1024 rows of 4096), and gate and up (14336
 //                          rows each), a launch each and as one
@@ -20,7 +23,7 @@
 //   {"op":"prefill_attention", ...}  one causal prompt: TFLOP/s counting
 //                          4 * n_head * head_dim flops per (query, key) pair
 // COHORT_KERNEL_BENCH=op,op,... runs only those groups (matvec, matvec_q8,
-// parts, quantize, gemm, elementwise, attention, prefill_attention).
+// mmq, parts, quantize, gemm, elementwise, attention, prefill_attention).
 // Each figure is the median over kSamples samples of kLaunches back-to-back
 // launches, after a warm-up. Inputs rotate over copies whose total exceeds
 // the L2 cache, so weights and KV come from device memory, not L2; weight
@@ -42,6 +45,7 @@
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/matvec.h"
 #include "backend/cuda/matvec_q8.h"
+#include "backend/cuda/mmq.h"
 #include "backend/cuda/prefill_attention.h"
 #include "common/error.h"
 #include "gguf/tensor_type.h"
@@ -152,6 +156,39 @@ void bench_matvec_q8(gguf::TensorType type, int64_t n_in, int64_t n_out, double 
                   static_cast<long long>(n_in), static_cast<long long>(n_out), static_cast<long long>(n_tok), w_bytes,
                   s * 1e6, gbps, gbps / ceiling);
     }
+  }
+}
+
+// mmq on activations quantized beforehand, and the prefill path (gemm.h:
+// dequantization to BF16, then cuBLAS) from 16 tokens: weight GB/s.
+void bench_mmq(gguf::TensorType type, int64_t n_in, int64_t n_out, double ceiling) {
+  const size_t w_bytes = gguf::row_bytes(type, n_in) * static_cast<size_t>(n_out);
+  const int copies = copies_for(w_bytes);
+  const size_t stride = (w_bytes + 255) / 256 * 256;
+  Bytes w(stride * static_cast<size_t>(copies));
+  CUDA_CHECK(cudaMemset(w.as<void>(), 0x3C, w.size()));
+  Bytes x(64 * static_cast<size_t>(n_in) * 2), y(64 * static_cast<size_t>(n_out) * 4);
+  Bytes xq(q8_activation_bytes(64, n_in));
+  CUDA_CHECK(cudaMemset(x.as<void>(), 0x3C, x.size()));
+  Gemm gemm(nullptr, std::min<int64_t>(n_out * n_in, int64_t{64} << 20));
+  const auto report = [&](const char* kernel, int64_t n_tok, double s) {
+    const double gbps = static_cast<double>(w_bytes) / s / 1e9;
+    std::printf("{\"op\":\"mmq\",\"kernel\":\"%s\",\"type\":\"%s\",\"n_in\":%lld,\"n_out\":%lld,"
+                "\"n_tok\":%lld,\"weight_bytes\":%zu,\"us\":%.2f,\"gbps\":%.1f,\"fraction_of_copy\":%.3f}\n",
+                kernel, std::string(gguf::type_name(type)).c_str(), static_cast<long long>(n_in),
+                static_cast<long long>(n_out), static_cast<long long>(n_tok), w_bytes, s * 1e6, gbps, gbps / ceiling);
+  };
+  for (int64_t n_tok : {1, 2, 4, 8, 16, 32, 64}) {
+    quantize_activations(x.as<__nv_bfloat16>(), n_tok, n_in, xq.as<void>(), nullptr);
+    report("mmq", n_tok, time_launches([&](int i) {
+             mmq(type, w.as<char>() + stride * static_cast<size_t>(i % copies), xq.as<void>(), y.as<void>(),
+                 OutType::bf16, n_tok, n_in, n_out, nullptr);
+           }));
+    if (n_tok < 16) continue;
+    report("gemm", n_tok, time_launches([&](int i) {
+             gemm.run(type, w.as<char>() + stride * static_cast<size_t>(i % copies), n_out, n_in,
+                      x.as<__nv_bfloat16>(), n_tok, y.as<void>(), OutType::bf16);
+           }));
   }
 }
 
@@ -361,6 +398,12 @@ int run() {
     bench_matvec_q8(type, 4096, 4096, ceiling);
     bench_matvec_q8(type, 4096, 14336, ceiling);
     bench_matvec_q8(type, 14336, 4096, ceiling);
+  }
+  for (TensorType type : {TensorType::Q4_K, TensorType::Q8_0, TensorType::Q6_K, TensorType::Q4_0}) {
+    if (!wanted("mmq")) break;
+    bench_mmq(type, 4096, 4096, ceiling);
+    bench_mmq(type, 4096, 14336, ceiling);
+    bench_mmq(type, 14336, 4096, ceiling);
   }
   for (TensorType type : {TensorType::BF16, TensorType::Q8_0, TensorType::Q4_K}) {
     if (!wanted("parts")) break;

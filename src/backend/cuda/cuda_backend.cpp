@@ -13,6 +13,7 @@
 #include "backend/cuda/elementwise.h"
 #include "backend/cuda/matvec.h"
 #include "backend/cuda/matvec_q8.h"
+#include "backend/cuda/mmq.h"
 #include "backend/cuda/gpu_communicator.h"
 #include "common/error.h"
 
@@ -30,9 +31,18 @@ constexpr size_t kAttentionWorkspaceBytes = size_t{256} << 20;
 // BF16 elements of the GEMM's dequantization scratch: a whole FFN matrix of
 // an 8B model, the output matrix in chunks.
 constexpr int64_t kGemmScratchElems = int64_t{64} << 20;
+static_assert(kQuantizedMaxRows >= kMatvecQ8MaxTokens && kQuantizedMaxRows >= kMmqMaxTokens);
 constexpr size_t kUploadChunk = size_t{256} << 20;
 // Each packed weight shard starts on this boundary (the kernels need 16 bytes).
 constexpr size_t kShardAlign = 256;
+
+// Whether a matmul of `type` weights with n_in columns by n_tok tokens
+// takes the int8 activations (matvec_q8.h, which runs mmq.h's kernel where
+// that is the fastest).
+bool takes_q8(TensorType type, int64_t n_tok, int64_t n_in) {
+  if (!can_matvec_q8(type)) return false;
+  return n_tok <= kMatvecQ8MaxTokens || n_tok <= mmq_range(type, n_in).max;
+}
 
 void free_device(void* p) { (void)cudaFree(p); }
 void free_pinned(void* p) { (void)cudaFreeHost(p); }
@@ -94,14 +104,14 @@ CudaBackend::CudaBackend(const backend::BackendOptions& options, const backend::
   const size_t attention_bytes =
       decode_attention_workspace_bytes(attention_rows_, limits.n_head, limits.head_dim, limits.n_max_ctx);
   scratch_bytes_ = static_cast<size_t>(limits.n_max_tok * limits.max_out) * sizeof(float) + attention_bytes +
-                   static_cast<size_t>(gemm_scratch) * 2 + q8_activation_bytes(kMatvecQ8MaxTokens, limits.max_row);
+                   static_cast<size_t>(gemm_scratch) * 2 + q8_activation_bytes(kQuantizedMaxRows, limits.max_row);
   require_room(2 * layer * static_cast<size_t>(kv.n_layer) * sizeof(__half), scratch_bytes_);
   kv_ = DeviceBuffer<__half>(2 * layer * static_cast<size_t>(kv.n_layer));
   CUDA_CHECK(cudaMemsetAsync(kv_.data(), 0, kv_bytes(), stream_));
   logits_ = DeviceBuffer<float>(static_cast<size_t>(limits.n_max_tok * limits.max_out));
   attention_ws_ = DeviceBuffer<uint8_t>(attention_bytes);
   gemm_ = std::make_unique<Gemm>(stream_, gemm_scratch);
-  quantized_ = DeviceBuffer<uint8_t>(q8_activation_bytes(kMatvecQ8MaxTokens, limits.max_row));
+  quantized_ = DeviceBuffer<uint8_t>(q8_activation_bytes(kQuantizedMaxRows, limits.max_row));
 }
 
 CudaBackend::~CudaBackend() {
@@ -304,7 +314,7 @@ void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
     flush_add();
     void* out = to_host ? logits_.data() : static_cast<void*>(bf16(y, "matmul"));
     const OutType type = to_host ? OutType::f32 : OutType::bf16;
-    const bool q8 = can_matvec_q8(w.type) && x.n_rows <= kMatvecQ8MaxTokens;
+    const bool q8 = takes_q8(w.type, x.n_rows, w.n_cols);
     const bool gemm_bf16 = w.type == TensorType::BF16 && x.n_rows >= kGemmMinTokensBf16;
     const bool vec = !q8 && x.n_rows <= kMatvecMaxTokens && !gemm_bf16;
     if ((q8 || vec) && !to_host) {
@@ -399,7 +409,7 @@ void CudaBackend::quantized_as(ConstTensorView x) {
 }
 
 void* CudaBackend::quantize_output(ConstTensorView y) {
-  const bool fits = y.n_rows <= kMatvecQ8MaxTokens && y.n_cols <= limits_.max_row && y.n_cols % 32 == 0;
+  const bool fits = y.n_rows <= kQuantizedMaxRows && y.n_cols <= limits_.max_row && y.n_cols % 32 == 0;
   return q8_seen_ && fits ? quantized_.data() : nullptr;
 }
 

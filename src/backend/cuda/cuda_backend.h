@@ -68,8 +68,11 @@ inline constexpr int64_t kMatvecMaxTokens = 8;
 inline constexpr int64_t kGemmMinTokensBf16 = 4;
 // The quantized types take the int8-activation matvec (matvec_q8.h) up to
 // this many tokens (8 a pass over the weights): past it, dequantizing to
-// BF16 once for cuBLAS moves fewer bytes.
+// BF16 once for cuBLAS moves fewer bytes. Where the type has the tensor-core
+// matmul (mmq.h), it takes them as far as that is faster (mmq_range).
 inline constexpr int64_t kMatvecQ8MaxTokens = 16;
+// Rows of the int8 activations the backend keeps: the larger of the two.
+inline constexpr int64_t kQuantizedMaxRows = 64;
 
 class CudaBackend final : public backend::Backend {
  public:
@@ -170,7 +173,7 @@ class CudaBackend final : public backend::Backend {
   DeviceBuffer<uint8_t> attention_ws_;  // split partials of attention_rows_ queries
   int64_t attention_rows_ = 0;
   std::unique_ptr<Gemm> gemm_;
-  DeviceBuffer<uint8_t> quantized_;  // int8 activations of kMatvecQ8MaxTokens rows
+  DeviceBuffer<uint8_t> quantized_;  // int8 activations of kQuantizedMaxRows rows
   const void* quantized_of_ = nullptr;  // the activation they were made from, or null
   int64_t quantized_rows_ = 0, quantized_cols_ = 0;
   bool q8_seen_ = false;  // a matmul took matvec_q8: norms and SiLU·mul quantize their outputs

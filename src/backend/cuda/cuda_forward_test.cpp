@@ -1,7 +1,8 @@
 // The whole forward on the GPU against the CPU reference path (--exact), on
 // random models of every family and weight type: teacher-forced logits of
 // two sequences that prefill together in one micro-batch (cuBLAS matmuls,
-// attention of many queries per sequence) and then decode together (matvec
+// attention of many queries per sequence; again in micro-batches of 32
+// tokens, the decode-sized matmuls) and then decode together (matvec
 // kernels, one query per sequence), every row compared. Bounds as for the
 // GPU in the forward issue: mean KLD <= 1e-3, and every top-1 disagreement
 // at a near-tie of the reference's logits: a gap between the two tokens
@@ -45,7 +46,7 @@ void append(LogitRun& r, std::span<const float> l) { r.logits.insert(r.logits.en
 // them together, one token each per step.
 LogitRun teacher_forced(const model::Model& m, const std::string& device, const std::vector<int32_t>& a,
                    const std::vector<int32_t>& b, std::vector<float> tensor_split = {},
-                   const std::string& allreduce = "p2p", const std::string& kv_type = "f16") {
+                   const std::string& allreduce = "p2p", const std::string& kv_type = "f16", int n_ubatch = 128) {
   engine::DecoderOptions o;
   o.cache_type_k = kv_type;
   o.cache_type_v = kv_type;
@@ -54,7 +55,7 @@ LogitRun teacher_forced(const model::Model& m, const std::string& device, const 
   o.tensor_split = std::move(tensor_split);
   o.n_ctx = 512;
   o.n_batch = 256;
-  o.n_ubatch = 128;
+  o.n_ubatch = n_ubatch;
   o.device = device;
   o.exact = device == "cpu";
   engine::Decoder dec(m, o);
@@ -171,14 +172,19 @@ TEST_P(CudaForward, MatchesTheCpuReference) {
   const std::vector<int32_t> a = random_tokens(kPrefillA + kDecodeSteps, m->hparams().n_vocab, rng);
   const std::vector<int32_t> b = random_tokens(kPrefillB + kDecodeSteps, m->hparams().n_vocab, rng);
   const LogitRun ref = teacher_forced(*m, "cpu", a, b);
-  const LogitRun gpu = teacher_forced(*m, "cuda0", a, b);
-  ASSERT_EQ(ref.logits.size(), gpu.logits.size());
-  const Agreement g = compare(ref, gpu);
-  std::printf("[ forward  ] %s: mean KLD %.3g, top-1 %.4f, largest disagreement %.2f of its tie bound, misses %d\n",
-              name.c_str(), g.mean_kld, g.top1, g.worst, g.misses);
-  EXPECT_TRUE(g.finite) << name;
-  EXPECT_LE(g.mean_kld, kMaxMeanKld) << name;
-  EXPECT_EQ(g.misses, 0) << name << ": top-1 disagreements beyond a near-tie";
+  // The prompts as one micro-batch (cuBLAS), and in micro-batches of 32
+  // tokens (the decode-sized matmuls: mmq.h for the quantized types).
+  for (const int n_ubatch : {128, 32}) {
+    const std::string what = fmt::format("{} ubatch {}", name, n_ubatch);
+    const LogitRun gpu = teacher_forced(*m, "cuda0", a, b, {}, "p2p", "f16", n_ubatch);
+    ASSERT_EQ(ref.logits.size(), gpu.logits.size());
+    const Agreement g = compare(ref, gpu);
+    std::printf("[ forward  ] %s: mean KLD %.3g, top-1 %.4f, largest disagreement %.2f of its tie bound, misses %d\n",
+                what.c_str(), g.mean_kld, g.top1, g.worst, g.misses);
+    EXPECT_TRUE(g.finite) << what;
+    EXPECT_LE(g.mean_kld, kMaxMeanKld) << what;
+    EXPECT_EQ(g.misses, 0) << what << ": top-1 disagreements beyond a near-tie";
+  }
 }
 
 // -ctk bf16 -ctv bf16: the GPU's BF16 cache against the CPU's, same bounds.

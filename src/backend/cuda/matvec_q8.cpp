@@ -10,6 +10,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/matvec_q8_decode.cuh"
 #include "backend/cuda/matvec_q8_kernels.h"
+#include "backend/cuda/mmq.h"
 #include "common/error.h"
 #include "common/half.h"
 
@@ -121,28 +122,38 @@ void matvec_q8(gguf::TensorType type, const void* w, const void* xq, void* y, Ou
   matvec_q8_parts(type, {&part, 1}, xq, out, n_tok, n_in, stream, x_source);
 }
 
-void matvec_q8_parts(gguf::TensorType type, std::span<const MatvecPart> parts, const void* xq, OutType out,
-                     int64_t n_tok, int64_t n_in, cudaStream_t stream, Q8XSource x_source) {
-  const kernels::MatvecQ8Launcher run = kernels::matvec_q8_launcher(type);
+void check_q8_parts(gguf::TensorType type, std::span<const MatvecPart> parts, const void* xq, OutType out,
+                    int64_t n_tok, int64_t n_in, std::string_view op) {
   const std::string_view name = gguf::type_name(type);
-  if (run == nullptr) fail("cuda: matvec_q8 with weights of type {} is not supported", name);
   const int64_t block = gguf::traits(type).block_size;
   if (n_in <= 0 || n_in % block != 0) {
-    fail("cuda: matvec_q8 n_in {} with weights of type {} is not a positive multiple of {}", n_in, name, block);
+    fail("cuda: {} n_in {} with weights of type {} is not a positive multiple of {}", op, n_in, name, block);
   }
   if (parts.empty() || parts.size() > kMatvecMaxParts) {
-    fail("cuda: matvec_q8 of {} parts (1 to {})", parts.size(), kMatvecMaxParts);
+    fail("cuda: {} of {} parts (1 to {})", op, parts.size(), kMatvecMaxParts);
   }
-  if (n_tok < 0) fail("cuda: matvec_q8 with negative n_tok {}", n_tok);
+  if (n_tok < 0) fail("cuda: {} with negative n_tok {}", op, n_tok);
   const size_t y_size = out == OutType::f32 ? 4 : 2;
   for (const MatvecPart& p : parts) {
-    if (p.n_out < 0) fail("cuda: matvec_q8 with negative n_out {}", p.n_out);
+    if (p.n_out < 0) fail("cuda: {} with negative n_out {}", op, p.n_out);
     if (!aligned(xq, 16) || !aligned(p.w, weight_alignment(type)) || !aligned(p.y, y_size)) {
-      fail("cuda: matvec_q8 pointers misaligned (xq needs 16 bytes, {} weights {}, y {})", name,
+      fail("cuda: {} pointers misaligned (xq needs 16 bytes, {} weights {}, y {})", op, name,
            weight_alignment(type), y_size);
     }
   }
+}
+
+void matvec_q8_parts(gguf::TensorType type, std::span<const MatvecPart> parts, const void* xq, OutType out,
+                     int64_t n_tok, int64_t n_in, cudaStream_t stream, Q8XSource x_source) {
+  const kernels::MatvecQ8Launcher run = kernels::matvec_q8_launcher(type);
+  if (run == nullptr) fail("cuda: matvec_q8 with weights of type {} is not supported", gguf::type_name(type));
+  check_q8_parts(type, parts, xq, out, n_tok, n_in, "matvec_q8");
   if (n_tok == 0) return;
+  const MmqRange mmq_tokens = mmq_range(type, n_in);
+  if (x_source == Q8XSource::shared_where_it_fits && n_tok >= mmq_tokens.min && n_tok <= mmq_tokens.max) {
+    return mmq_parts(type, parts, xq, out, n_tok, n_in, stream);
+  }
+  const size_t y_size = out == OutType::f32 ? 4 : 2;
   const auto* q = static_cast<const int8_t*>(xq);
   const auto* ds = reinterpret_cast<const float2*>(q + n_tok * n_in);
   const int64_t nb = n_in / kQBlock;

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
@@ -46,11 +47,13 @@ void quantize_activations(const __nv_bfloat16* x, int64_t n_tok, int64_t n_in, v
 // F32 arithmetic (the device output equals it byte for byte).
 void quantize_activations_host(const uint16_t* x, int64_t n_tok, int64_t n_in, void* xq);
 
-// Where the matvec reads x from: a copy in each block's shared memory
-// from 5 tokens a pass on, where x fits there (the faster kernel at those
-// counts, matvec_q8_impl.cuh), or device memory always (the other kernel,
-// also the one for fewer tokens and for x too large for shared memory;
-// chosen explicitly by tests and benchmarks).
+// Which kernel: the fastest for the shape (shared_where_it_fits: the
+// tensor-core matmul of mmq.h at the token counts of its mmq_range(); else
+// the matvec with a copy of x in each block's shared memory from 5 tokens a
+// pass on, where x fits there, matvec_q8_impl.cuh), or the matvec reading x
+// from device memory always (global: the other kernel, also the one for
+// fewer tokens and for x too large for shared memory; chosen explicitly by
+// tests and benchmarks).
 enum class Q8XSource { shared_where_it_fits, global };
 
 // Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K.
@@ -76,5 +79,11 @@ void matvec_q8(gguf::TensorType type, const void* w, const void* xq, void* y, Ou
 void matvec_q8_parts(gguf::TensorType type, std::span<const MatvecPart> parts, const void* xq, OutType out,
                      int64_t n_tok, int64_t n_in, cudaStream_t stream,
                      Q8XSource x_source = Q8XSource::shared_where_it_fits);
+
+// The checks shared by matvec_q8_parts and mmq_parts (`op` names the
+// caller in the message): n_in whole blocks of `type`, 1 to
+// kMatvecMaxParts parts, n_tok and every n_out >= 0, xq, w and y aligned.
+void check_q8_parts(gguf::TensorType type, std::span<const MatvecPart> parts, const void* xq, OutType out,
+                    int64_t n_tok, int64_t n_in, std::string_view op);
 
 }  // namespace cohort::cuda

@@ -1,0 +1,168 @@
+// The int8 tensor-core matmul (mmq.h) on the GPU against the F64 products
+// of the CPU-dequantized weights with the same quantized activations (only
+// F32 rounding differs) and with the BF16 x (adds the int8 rounding of x),
+// for every type at token counts across the tiles and passes, one matrix
+// and several parts; and its refusals.
+#include "backend/cuda/mmq.h"
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "backend/cuda/cuda_test_util.h"
+#include "backend/cuda/device_buffer.h"
+#include "backend/cuda/kernel_test_util.h"
+#include "backend/cuda/matvec_q8.h"
+#include "backend/cuda/matvec_q8_test_util.h"
+#include "common/error.h"
+
+namespace cohort::cuda {
+namespace {
+
+using gguf::TensorType;
+using testing::within;
+
+constexpr TensorType kTypes[] = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_1,
+                                 TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+// 1 and 7: one partial tile; 9, 17, 33: a partial last tile; 64: every
+// tile full; 70: two passes.
+constexpr int64_t kTokenCounts[] = {1, 7, 8, 9, 17, 33, 64, 70};
+constexpr int64_t kMaxTok = 70;
+// As matvec_q8_test.cpp: against d * q only F32 rounding remains; against
+// x the int8 rounding of x (~5.7e-3 relative L2 with BF16 output).
+constexpr double kTolF32 = 3e-5, kTolBf16 = 5e-3, kTolX = 1e-2;
+
+struct Weights {
+  TensorType type;
+  int64_t n_in, n_out;
+  DeviceBuffer<uint8_t> w;
+  std::vector<double> want_q, want_x;  // [kMaxTok, n_out]
+};
+
+Weights make_weights(TensorType type, int64_t n_in, int64_t n_out, const testing::Bf16Data& x,
+                     const testing::QuantActivations& xq, std::mt19937& rng) {
+  const testing::QuantWeights w = testing::quant_weights(type, n_in, n_out, rng);
+  Weights out{type, n_in, n_out, DeviceBuffer<uint8_t>(w.bytes.size()),
+              testing::reference_f64(w.values, xq.values, kMaxTok, n_in, n_out),
+              testing::reference_f64(w.values, x.values, kMaxTok, n_in, n_out)};
+  out.w.upload(w.bytes);
+  return out;
+}
+
+// The first n_tok rows of got (F32 values) against the references.
+void compare(const std::string& what, std::vector<float> got, const Weights& w, int64_t n_tok, double tol_q) {
+  const auto n = static_cast<size_t>(n_tok * w.n_out);
+  got.resize(n);
+  const double eq = testing::relative_l2(got.data(), w.want_q.data(), n);
+  const double ex = testing::relative_l2(got.data(), w.want_x.data(), n);
+  testing::report(what + " vs d*q", eq, tol_q);
+  EXPECT_TRUE(within(eq, tol_q)) << what << " vs quantized x: " << eq;
+  if (n >= 32) {
+    EXPECT_TRUE(within(ex, kTolX)) << what << " vs x: " << ex;
+  }
+}
+
+void check_shape(int64_t n_in, int64_t n_out, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const testing::Bf16Data x = testing::random_bf16(static_cast<size_t>(kMaxTok * n_in), rng);
+  DeviceBuffer<uint16_t> dx(x.bits.size());
+  dx.upload(x.bits);
+  DeviceBuffer<uint8_t> xq(q8_activation_bytes(kMaxTok, n_in));
+  DeviceBuffer<float> y32(static_cast<size_t>(kMaxTok * n_out));
+  DeviceBuffer<uint16_t> y16(static_cast<size_t>(kMaxTok * n_out));
+  // The references are of kMaxTok tokens; quantization is per row, so
+  // their first n_tok rows are those of n_tok tokens.
+  const testing::QuantActivations hq = testing::quant_activations(x.bits, kMaxTok, n_in);
+  for (TensorType type : kTypes) {
+    if (!can_mmq(type, n_in)) continue;
+    const Weights w = make_weights(type, n_in, n_out, x, hq, rng);
+    for (int64_t n_tok : kTokenCounts) {
+      const std::string what = std::string(gguf::type_name(type)) + " " + std::to_string(n_in) + "->" +
+                               std::to_string(n_out) + " n_tok " + std::to_string(n_tok);
+      testing::poison(xq);
+      testing::poison(y32);
+      testing::poison(y16);
+      quantize_activations(testing::as_bf16(dx), n_tok, n_in, xq.data(), nullptr);
+      mmq(type, w.w.data(), xq.data(), y32.data(), OutType::f32, n_tok, n_in, n_out, nullptr);
+      mmq(type, w.w.data(), xq.data(), y16.data(), OutType::bf16, n_tok, n_in, n_out, nullptr);
+      CUDA_CHECK(cudaDeviceSynchronize());
+      const std::vector<float> got32 = y32.download();
+      if (n_tok < kMaxTok) {
+        EXPECT_TRUE(std::isnan(got32[static_cast<size_t>(n_tok * n_out)])) << what << ": wrote past n_tok";
+      }
+      compare(what + " f32 out", got32, w, n_tok, kTolF32);
+      compare(what + " bf16 out", testing::bf16_values(y16.download()), w, n_tok, kTolBf16);
+    }
+  }
+}
+
+TEST(CudaMmq, MatchesTheCpuOnSmallAndOddShapes) {
+  COHORT_REQUIRE_CUDA_DEVICE();
+  check_shape(256, 16, 1);
+  check_shape(512, 37, 2);   // rows not a multiple of the 16 of a block
+  check_shape(384, 5, 3);    // three Q8_0 steps; fewer rows than a tile
+  check_shape(2816, 75, 4);  // 11 super-blocks: the split warps take unequal shares
+}
+
+TEST(CudaMmq, MatchesTheCpuOnLargeShapes) {
+  COHORT_REQUIRE_CUDA_DEVICE();
+  check_shape(4096, 256, 5);
+  check_shape(14336, 48, 6);
+}
+
+// q, k and v as one launch against each alone: the same bits.
+TEST(CudaMmq, PartsEqualSeparateLaunches) {
+  COHORT_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(7);
+  const int64_t n_in = 512, n_tok = 21;
+  const int64_t rows[3] = {64, 24, 8};
+  const testing::Bf16Data x = testing::random_bf16(static_cast<size_t>(n_tok * n_in), rng);
+  DeviceBuffer<uint16_t> dx(x.bits.size());
+  dx.upload(x.bits);
+  DeviceBuffer<uint8_t> xq(q8_activation_bytes(n_tok, n_in));
+  quantize_activations(testing::as_bf16(dx), n_tok, n_in, xq.data(), nullptr);
+  for (TensorType type : {TensorType::Q4_K, TensorType::Q8_0}) {
+    std::vector<DeviceBuffer<uint8_t>> w;
+    std::vector<DeviceBuffer<uint16_t>> joint, alone;
+    std::vector<MatvecPart> parts;
+    for (int64_t r : rows) {
+      const testing::QuantWeights q = testing::quant_weights(type, n_in, r, rng);
+      w.emplace_back(q.bytes.size()).upload(q.bytes);
+      joint.emplace_back(static_cast<size_t>(n_tok * r));
+      alone.emplace_back(static_cast<size_t>(n_tok * r));
+      parts.push_back({w.back().data(), joint.back().data(), r});
+    }
+    mmq_parts(type, parts, xq.data(), OutType::bf16, n_tok, n_in, nullptr);
+    for (size_t p = 0; p < parts.size(); ++p) {
+      mmq(type, w[p].data(), xq.data(), alone[p].data(), OutType::bf16, n_tok, n_in, rows[p], nullptr);
+    }
+    CUDA_CHECK(cudaDeviceSynchronize());
+    for (size_t p = 0; p < parts.size(); ++p) {
+      EXPECT_TRUE(joint[p].download() == alone[p].download()) << gguf::type_name(type) << " part " << p;
+    }
+  }
+}
+
+TEST(CudaMmq, RefusesWhatItCannotDo) {
+  const void* xq = reinterpret_cast<const void*>(uintptr_t{256});
+  void* w = reinterpret_cast<void*>(uintptr_t{256});
+  void* y = reinterpret_cast<void*>(uintptr_t{256});
+  EXPECT_FALSE(can_mmq(TensorType::Q8_0, 96));  // not whole steps of four blocks
+  EXPECT_FALSE(can_mmq(TensorType::BF16, 256));
+  EXPECT_FALSE(can_mmq(TensorType::Q4_K, 128));
+  EXPECT_TRUE(can_mmq(TensorType::Q4_K, 4096));
+  EXPECT_GT(mmq_range(TensorType::Q4_K, 4096).max, 0);
+  EXPECT_EQ(mmq_range(TensorType::BF16, 4096).max, 0);  // no count
+  EXPECT_EQ(mmq_range(TensorType::Q8_0, 96).max, 0);
+  EXPECT_THROW(mmq(TensorType::Q8_0, w, xq, y, OutType::f32, 1, 96, 4, nullptr), Error);
+  EXPECT_THROW(mmq(TensorType::F16, w, xq, y, OutType::f32, 1, 256, 4, nullptr), Error);
+  EXPECT_THROW(mmq(TensorType::Q4_K, static_cast<char*>(w) + 2, xq, y, OutType::f32, 1, 256, 4, nullptr), Error);
+  EXPECT_THROW(mmq(TensorType::Q4_K, w, xq, y, OutType::f32, -1, 256, 4, nullptr), Error);
+}
+
+}  // namespace
+}  // namespace cohort::cuda
