@@ -1,10 +1,11 @@
 // The int8 tensor-core matmul kernel shared by the weight types (included
 // by mmq_*.cu; the decoders are in mmq_decode.cuh).
 //
-// A block of kSplit warps computes one tile of 16 rows of a launch's parts
-// (matvec_parts.h) for up to 8 * NT tokens (NT tiles of 8). The K dimension
-// is split over the warps: warp w takes steps w, w + kSplit, ... of every
-// row, so the block's four warps read neighbouring bytes of its 16 rows and
+// A block of kSplit warps (split_warps) computes one tile of 16 rows of a
+// launch's parts (matvec_parts.h) for up to 8 * NT tokens (NT tiles of 8).
+// The K dimension is split over the warps: warp w takes steps w, w +
+// kSplit, ... of every row, so the block's warps read neighbouring bytes of
+// its 16 rows and
 // each lane has two steps of weights in flight (the next step is loaded
 // before the current one is used). Per 32-column sub-block a warp issues one
 // mma.m16n8k32 per token tile (int8 weights and activations, exact int32
@@ -30,12 +31,15 @@ namespace cohort::cuda::kernels::mmq {
 
 inline constexpr int kWarp = 32;
 inline constexpr int kRows = 16;  // rows a block (the mma's M)
-inline constexpr int kSplit = 4;  // warps a block, splitting K
-// Blocks a multiprocessor holds at least, by token tiles. Unbounded, the
-// compiler keeps many activation loads in flight and takes 100 registers
-// at one tile (5 blocks), 140 at two and 190-255 beyond; held to 4 and 3
-// blocks at one and two tiles, without spills.
-constexpr int min_blocks(int nt) { return nt == 1 ? 4 : nt == 2 ? 3 : 1; }
+// Warps a block (splitting K) and blocks a multiprocessor holds at least,
+// by token tiles. Up to two tiles: 8 warps held to 128 registers (2 blocks,
+// 16 warps a multiprocessor; small spills), since a 4096-row matrix is only
+// 256 blocks; beyond, 4 warps with as many registers as the compiler takes
+// (190-255: 8 warps a multiprocessor), which ran faster there. Measured on
+// an H200 (cuda_kernel_bench, Q4_K 4096 x 4096): 8 tokens 9.4 -> 8.5 us, 16
+// tokens 15.1 -> 11.5 us with the 8 warps, but 32 tokens 19.0 -> 19.6 us.
+__host__ __device__ constexpr int split_warps(int nt) { return nt <= 2 ? 8 : 4; }
+__host__ __device__ constexpr int min_blocks(int nt) { return nt <= 2 ? 2 : 1; }
 
 // c = the int32 product of a 16 x 32 (rows) and a 32 x 8 (tokens) int8 tile.
 __device__ __forceinline__ void mma_s8(int (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
@@ -138,11 +142,12 @@ __device__ __forceinline__ void step(const typename D::Raw (&raw)[2], const XLan
 // y = W x for the tile's rows and n_tok <= 8 NT tokens. Thread (g, t) ends
 // holding rows g, g + 8 for tokens 8 nt + 2t, + 1 (the mma's C layout).
 template <typename D, int NT, typename OutT, bool kOnePart>
-__global__ void __launch_bounds__(kSplit * kWarp, min_blocks(NT))
+__global__ void __launch_bounds__(split_warps(NT) * kWarp, min_blocks(NT))
     mmq_kernel(const __grid_constant__ MatvecParts parts, const int8_t* __restrict__ q, const float2* __restrict__ ds,
                int n_tok, int64_t n_in, int64_t row_bytes) {
   const int lane = static_cast<int>(threadIdx.x) % kWarp, warp = static_cast<int>(threadIdx.x) / kWarp;
   const int g = lane / 4, t = lane % 4;
+  constexpr int kSplit = split_warps(NT);
   const WarpRows<OutT> tile = warp_rows<kRows, OutT, kOnePart>(parts, blockIdx.x);
   const uint8_t* rows[2] = {weight_row(tile, g, row_bytes), weight_row(tile, g + 8, row_bytes)};
   const int64_t n_steps = n_in / D::kStepElems;
@@ -207,7 +212,7 @@ void launch_nt(const MatvecParts& parts, const int8_t* q, const float2* ds, int 
                cudaStream_t stream) {
   const int64_t row_bytes = n_in / D::kBlockElems * D::kBlockBytes;
   const auto blocks = static_cast<unsigned>(parts.groups(kRows));
-  const unsigned threads = kSplit * kWarp;
+  const unsigned threads = split_warps(NT) * kWarp;
   if (parts.n == 1) {
     launch_kernel(mmq_kernel<D, NT, OutT, true>, blocks, threads, 0, stream, parts, q, ds, n_tok, n_in, row_bytes);
   } else {
