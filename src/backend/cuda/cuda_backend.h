@@ -72,7 +72,7 @@ inline constexpr int64_t kGemmMinTokensBf16 = 4;
 // matmul (mmq.h), it takes them as far as that is faster (mmq_range).
 inline constexpr int64_t kMatvecQ8MaxTokens = 16;
 // Rows of the int8 activations the backend keeps: the larger of the two.
-inline constexpr int64_t kQuantizedMaxRows = 64;
+inline constexpr int64_t kQuantizedMaxRows = 32;
 
 class CudaBackend final : public backend::Backend {
  public:

@@ -5,8 +5,10 @@
 // activations' block scales are applied to those sums in F32 (DESIGN.md,
 // Numerics: F32 accumulation). W is read once for up to kMmqMaxTokens
 // tokens, as the matvec reads it once for 8, but the products cost the
-// tensor cores instead of a quarter dp4a per weight and token, so a batch
-// of 64 costs little more than one of 8 (mmq_impl.cuh).
+// tensor cores instead of a quarter dp4a per weight and token. Memory-bound
+// up to about 8 tokens; beyond, its time grows with the tokens, and from 33
+// dequantization and cuBLAS are faster (mmq_range), so a pass takes at most
+// 32 (mmq_impl.cuh).
 #pragma once
 
 #include <cstdint>
@@ -21,7 +23,7 @@
 namespace cohort::cuda {
 
 // Tokens a pass over W.
-inline constexpr int64_t kMmqMaxTokens = 64;
+inline constexpr int64_t kMmqMaxTokens = 32;
 
 // Q8_0, Q4_0, Q4_1 with n_in a multiple of 128; Q4_K, Q5_K, Q6_K (n_in a
 // multiple of 256, as their blocks).

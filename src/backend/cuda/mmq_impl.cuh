@@ -34,10 +34,11 @@ inline constexpr int kRows = 16;  // rows a block (the mma's M)
 // Warps a block (splitting K) and blocks a multiprocessor holds at least,
 // by token tiles. Up to two tiles: 8 warps held to 128 registers (2 blocks,
 // 16 warps a multiprocessor; small spills), since a 4096-row matrix is only
-// 256 blocks; beyond, 4 warps with as many registers as the compiler takes
-// (190-255: 8 warps a multiprocessor), which ran faster there. Measured on
-// an H200 (cuda_kernel_bench, Q4_K 4096 x 4096): 8 tokens 9.4 -> 8.5 us, 16
-// tokens 15.1 -> 11.5 us with the 8 warps, but 32 tokens 19.0 -> 19.6 us.
+// 256 blocks; three and four: 4 warps with as many registers as the
+// compiler takes (about 250: 8 warps a multiprocessor), which ran faster
+// there. Measured on an H200 (cuda_kernel_bench, Q4_K 4096 x 4096): 8
+// tokens 9.4 -> 8.5 us, 16 tokens 15.1 -> 11.5 us with the 8 warps, but 32
+// tokens 19.0 -> 19.6 us.
 __host__ __device__ constexpr int split_warps(int nt) { return nt <= 2 ? 8 : 4; }
 __host__ __device__ constexpr int min_blocks(int nt) { return nt <= 2 ? 2 : 1; }
 
@@ -220,6 +221,8 @@ void launch_nt(const MatvecParts& parts, const int8_t* q, const float2* ds, int 
   }
 }
 
+static_assert(kMmqMaxTokens == 32, "launch_out's cases cover four tiles of 8 tokens");
+
 template <typename D, typename OutT>
 void launch_out(const MatvecParts& parts, const int8_t* q, const float2* ds, int n_tok, int64_t n_in,
                 cudaStream_t stream) {
@@ -228,11 +231,7 @@ void launch_out(const MatvecParts& parts, const int8_t* q, const float2* ds, int
     case 2: return launch_nt<D, 2, OutT>(parts, q, ds, n_tok, n_in, stream);
     case 3: return launch_nt<D, 3, OutT>(parts, q, ds, n_tok, n_in, stream);
     case 4: return launch_nt<D, 4, OutT>(parts, q, ds, n_tok, n_in, stream);
-    case 5: return launch_nt<D, 5, OutT>(parts, q, ds, n_tok, n_in, stream);
-    case 6: return launch_nt<D, 6, OutT>(parts, q, ds, n_tok, n_in, stream);
-    case 7: return launch_nt<D, 7, OutT>(parts, q, ds, n_tok, n_in, stream);
-    case 8: return launch_nt<D, 8, OutT>(parts, q, ds, n_tok, n_in, stream);
-    default: return;  // unreachable: the entry passes 1 <= n_tok <= kMmqMaxTokens
+    default: return;  // unreachable: the entry passes 1 <= n_tok <= kMmqMaxTokens (32)
   }
 }
 

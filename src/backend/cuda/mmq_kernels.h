@@ -18,7 +18,7 @@ namespace cohort::cuda::kernels {
 using MmqLauncher = void (*)(const MatvecParts& parts, const int8_t* q, const float2* ds, bool f32_out, int n_tok,
                              int64_t n_in, cudaStream_t stream);
 
-inline constexpr int kMmqMaxTokens = 64;
+inline constexpr int kMmqMaxTokens = 32;
 
 // The launcher of `type` and its step (columns n_in must be a multiple of),
 // or {nullptr, 0}.
