@@ -52,9 +52,9 @@ __device__ __forceinline__ void mma_s8(int (&c)[4], const uint32_t (&a)[4], uint
 }
 
 // Where a lane's activations are: its B token (8 nt + g) and its C tokens
-// (8 nt + 2t, + 1) of tile nt as offsets from q and ds in 32-bit words
-// (n_tok * n_in < 2^31, checked by the entry), past the last token the
-// last (read, not stored). Only the last tile can pass it.
+// (8 nt + 2t, + 1) of tile nt, as offsets from q and ds computed in 32-bit
+// integers (n_tok * n_in < 2^31, checked by the entry); past the last
+// token, the last (read, not stored). Only the last tile can pass it.
 struct XLanes {
   const int8_t* q;
   const float2* ds;
