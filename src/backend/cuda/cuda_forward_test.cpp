@@ -136,6 +136,18 @@ Agreement compare(const LogitRun& ref, const LogitRun& gpu) {
   return a;
 }
 
+// The GPU run against the reference: prints the agreement under `label`
+// (e.g. "forward") and holds it to the bounds above.
+void expect_agreement(const char* label, const std::string& what, const LogitRun& ref, const LogitRun& gpu) {
+  ASSERT_EQ(ref.logits.size(), gpu.logits.size()) << what;
+  const Agreement g = compare(ref, gpu);
+  std::printf("[ %s ] %s: mean KLD %.3g, top-1 %.4f, largest disagreement %.2f of its tie bound, misses %d\n", label,
+              what.c_str(), g.mean_kld, g.top1, g.worst, g.misses);
+  EXPECT_TRUE(g.finite) << what;
+  EXPECT_LE(g.mean_kld, kMaxMeanKld) << what;
+  EXPECT_EQ(g.misses, 0) << what << ": top-1 disagreements beyond a near-tie";
+}
+
 std::vector<int32_t> random_tokens(int n, int64_t n_vocab, std::mt19937& rng) {
   std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(n_vocab - 1));
   std::vector<int32_t> t(static_cast<size_t>(n));
@@ -176,14 +188,7 @@ TEST_P(CudaForward, MatchesTheCpuReference) {
   // tokens (the decode-sized matmuls: mmq.h for the quantized types).
   for (const int n_ubatch : {128, 32}) {
     const std::string what = fmt::format("{} ubatch {}", name, n_ubatch);
-    const LogitRun gpu = teacher_forced(*m, "cuda0", a, b, {}, "p2p", "f16", n_ubatch);
-    ASSERT_EQ(ref.logits.size(), gpu.logits.size());
-    const Agreement g = compare(ref, gpu);
-    std::printf("[ forward  ] %s: mean KLD %.3g, top-1 %.4f, largest disagreement %.2f of its tie bound, misses %d\n",
-                what.c_str(), g.mean_kld, g.top1, g.worst, g.misses);
-    EXPECT_TRUE(g.finite) << what;
-    EXPECT_LE(g.mean_kld, kMaxMeanKld) << what;
-    EXPECT_EQ(g.misses, 0) << what << ": top-1 disagreements beyond a near-tie";
+    expect_agreement("forward ", what, ref, teacher_forced(*m, "cuda0", a, b, {}, "p2p", "f16", n_ubatch));
   }
 }
 
@@ -197,14 +202,7 @@ TEST(CudaForwardKvCache, Bf16MatchesTheCpuReference) {
     const std::vector<int32_t> a = random_tokens(kPrefillA + kDecodeSteps, m->hparams().n_vocab, rng);
     const std::vector<int32_t> b = random_tokens(kPrefillB + kDecodeSteps, m->hparams().n_vocab, rng);
     const LogitRun ref = teacher_forced(*m, "cpu", a, b, {}, "p2p", "bf16");
-    const LogitRun gpu = teacher_forced(*m, "cuda0", a, b, {}, "p2p", "bf16");
-    ASSERT_EQ(ref.logits.size(), gpu.logits.size());
-    const Agreement g = compare(ref, gpu);
-    std::printf("[ forward  ] %s: mean KLD %.3g, top-1 %.4f, largest disagreement %.2f of its tie bound, misses %d\n",
-                name.c_str(), g.mean_kld, g.top1, g.worst, g.misses);
-    EXPECT_TRUE(g.finite) << name;
-    EXPECT_LE(g.mean_kld, kMaxMeanKld) << name;
-    EXPECT_EQ(g.misses, 0) << name << ": top-1 disagreements beyond a near-tie";
+    expect_agreement("forward ", name, ref, teacher_forced(*m, "cuda0", a, b, {}, "p2p", "bf16"));
   }
 }
 
@@ -229,13 +227,7 @@ TEST_P(CudaTensorParallel, SharedGpuRanksMatchTheCpuReference) {
   for (const auto& [dev, ts] : std::vector<std::pair<std::string, std::vector<float>>>{
            {"cuda0,cuda0", {}}, {"cuda0,cuda0,cuda0", {2, 1, 1}}}) {
     const LogitRun gpu = teacher_forced(*m, dev, a, b, ts);
-    ASSERT_EQ(ref.logits.size(), gpu.logits.size());
-    const Agreement g = compare(ref, gpu);
-    std::printf("[ tensor-parallel ] %s -dev %s: mean KLD %.3g, top-1 %.4f, largest disagreement %.2f of its tie "
-                "bound, misses %d\n", name.c_str(), dev.c_str(), g.mean_kld, g.top1, g.worst, g.misses);
-    EXPECT_TRUE(g.finite) << name << " " << dev;
-    EXPECT_LE(g.mean_kld, kMaxMeanKld) << name << " " << dev;
-    EXPECT_EQ(g.misses, 0) << name << " " << dev << ": top-1 disagreements beyond a near-tie";
+    expect_agreement("tensor-parallel", fmt::format("{} -dev {}", name, dev), ref, gpu);
     EXPECT_EQ(teacher_forced(*m, dev, a, b, ts).logits, gpu.logits) << name << " " << dev << ": runs differ";
     EXPECT_EQ(teacher_forced(*m, dev, a, b, ts, "host").logits, gpu.logits)
         << name << " " << dev << ": -ar host and -ar p2p differ";
