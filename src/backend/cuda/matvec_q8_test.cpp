@@ -20,8 +20,6 @@ namespace {
 using gguf::TensorType;
 using testing::within;
 
-constexpr TensorType kTypes[] = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_1,
-                                 TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
 constexpr int64_t kTokenCounts[] = {1, 2, 3, 4, 5, 6, 7, 8, 11};  // 11: two passes over W
 constexpr int64_t kMaxTok = 11;
 
@@ -94,7 +92,7 @@ void check_shape(int64_t n_in, int64_t n_out, uint32_t seed) {
   const testing::QuantActivations xq = testing::quant_activations(x.bits, kMaxTok, n_in);
   DeviceBuffer<uint16_t> dx(x.bits.size());
   dx.upload(x.bits);
-  for (TensorType type : kTypes) {
+  for (TensorType type : testing::kQ8Types) {
     if (n_in % gguf::traits(type).block_size != 0) continue;
     SCOPED_TRACE(std::string(gguf::type_name(type)));
     const testing::QuantWeights w = testing::quant_weights(type, n_in, n_out, rng);
@@ -153,7 +151,7 @@ TEST(CudaMatvecQ8, RejectsBadShapesTypesAndAlignment) {
   EXPECT_THROW(q8_activation_bytes(1, 48), Error);
   EXPECT_THROW(quantize_activations(nullptr, 1, 16, w, nullptr), Error);
   EXPECT_EQ(q8_activation_bytes(2, 64), size_t{2 * 64 + 2 * 2 * 8});
-  for (TensorType type : kTypes) EXPECT_TRUE(can_matvec_q8(type));
+  for (TensorType type : testing::kQ8Types) EXPECT_TRUE(can_matvec_q8(type));
   EXPECT_FALSE(can_matvec_q8(TensorType::F16));
   EXPECT_FALSE(can_matvec_q8(TensorType::Q2_K));
 }

@@ -16,6 +16,11 @@
 
 namespace cohort::cuda::testing {
 
+// The types of the int8-activation kernels (matvec_q8.h, mmq.h).
+inline constexpr gguf::TensorType kQ8Types[] = {gguf::TensorType::Q8_0, gguf::TensorType::Q4_0,
+                                                gguf::TensorType::Q4_1, gguf::TensorType::Q4_K,
+                                                gguf::TensorType::Q5_K, gguf::TensorType::Q6_K};
+
 struct QuantWeights {
   std::vector<uint8_t> bytes;  // the GGUF rows, made by the project's quantizer
   std::vector<float> values;   // what the CPU dequantizer makes of them

@@ -26,8 +26,6 @@ namespace {
 using gguf::TensorType;
 using testing::within;
 
-constexpr TensorType kTypes[] = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_1,
-                                 TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
 // 1 and 7: one partial tile; 9, 17: a partial last tile; 32: every tile
 // of a pass full; 41: two passes, the second partial.
 constexpr int64_t kTokenCounts[] = {1, 7, 8, 9, 17, 32, 41};
@@ -77,7 +75,7 @@ void check_shape(int64_t n_in, int64_t n_out, uint32_t seed) {
   // The references are of kMaxTok tokens; quantization is per row, so
   // their first n_tok rows are those of n_tok tokens.
   const testing::QuantActivations hq = testing::quant_activations(x.bits, kMaxTok, n_in);
-  for (TensorType type : kTypes) {
+  for (TensorType type : testing::kQ8Types) {
     if (!can_mmq(type, n_in)) continue;
     const Weights w = make_weights(type, n_in, n_out, x, hq, rng);
     for (int64_t n_tok : kTokenCounts) {
