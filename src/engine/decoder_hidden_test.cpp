@@ -20,23 +20,12 @@ namespace {
 
 constexpr int kTokens = 21;
 
-class DecoderHidden : public ::testing::Test {
+class DecoderHidden : public ModelFileTest<gguf::TensorType::F16> {
  protected:
-  static void SetUpTestSuite() {
-    path_ = write_model(gguf::TensorType::F16, model::Family::llama);
-    model_ = model::Model::load(path_);
-  }
-  static void TearDownTestSuite() {
-    model_.reset();
-    std::filesystem::remove(path_);
-  }
-
   // -ub 8: the rows span three micro-batches. exact: F32 activations, so
   // that the logits are the output matrix times the hidden rows in F32.
   static DecoderOptions options(const std::string& devices = "cpu") {
-    DecoderOptions o;
-    o.device = devices;
-    if (devices.find(',') != std::string::npos) o.split_mode = "tensor";
+    DecoderOptions o = options_on(devices);
     o.n_ubatch = 8;
     o.exact = true;
     return o;
@@ -60,9 +49,6 @@ class DecoderHidden : public ::testing::Test {
     }
     return {dec.hidden().begin(), dec.hidden().end()};
   }
-
-  static inline std::string path_;
-  static inline std::unique_ptr<model::Model> model_;
 };
 
 TEST_F(DecoderHidden, LogitsAreTheOutputMatrixTimesTheHiddenRows) {

@@ -16,26 +16,9 @@
 namespace cohort::engine {
 namespace {
 
-DecoderOptions small(const std::string& devices = "cpu") {
-  DecoderOptions o;
-  o.device = devices;
-  if (devices.find(',') != std::string::npos) o.split_mode = "tensor";
-  return o;
-}
+DecoderOptions small(const std::string& devices = "cpu") { return options_on(devices); }
 
-class DecoderSubmit : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    path_ = write_model(gguf::TensorType::Q8_0, model::Family::llama);
-    model_ = model::Model::load(path_);
-  }
-  static void TearDownTestSuite() {
-    model_.reset();
-    std::filesystem::remove(path_);
-  }
-  static inline std::string path_;
-  static inline std::unique_ptr<model::Model> model_;
-};
+class DecoderSubmit : public ModelFileTest<gguf::TensorType::Q8_0> {};
 
 TEST_F(DecoderSubmit, GivesDecodesLogitsBitForBit) {
   const std::vector<float> sync = stepped_logits(*model_, small(), Drive::decode);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <random>
 #include <span>
 #include <string>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include "engine/decoder.h"
@@ -38,6 +40,31 @@ inline std::string write_model(gguf::TensorType type, model::Family family) {
                                .string();
   model::write_random_model(o, path);
   return path;
+}
+
+// A test suite's model: a random llama-family file of kType, written and
+// loaded once for the suite and removed after it.
+template <gguf::TensorType kType>
+class ModelFileTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    path_ = write_model(kType, model::Family::llama);
+    model_ = model::Model::load(path_);
+  }
+  static void TearDownTestSuite() {
+    model_.reset();
+    std::filesystem::remove(path_);
+  }
+  static inline std::string path_;
+  static inline std::unique_ptr<model::Model> model_;
+};
+
+// Decoder options on `devices` ("cpu", or a comma list: tensor parallel).
+inline DecoderOptions options_on(const std::string& devices) {
+  DecoderOptions o;
+  o.device = devices;
+  if (devices.find(',') != std::string::npos) o.split_mode = "tensor";
+  return o;
 }
 
 constexpr int kPrefillA = 70, kPrefillB = 45, kDecodeSteps = 12;
