@@ -8,6 +8,7 @@
 
 #include "chat/chat_template.h"
 #include "common/error.h"
+#include "server/token_text.h"
 
 namespace cohort::server {
 namespace {
@@ -65,10 +66,6 @@ void warn_once(const std::string& message) {
   std::call_once(once, [&] { fmt::print(stderr, "warning: chat template: {}\n", message); });
 }
 
-std::string piece_or_empty(const tokenizer::Tokenizer& tok, int32_t id) {
-  return id >= 0 ? tok.token_to_piece(id, true) : std::string();
-}
-
 }  // namespace
 
 Json normalize_messages(const Json& messages) {
@@ -92,8 +89,8 @@ Json normalize_messages(const Json& messages) {
 
 std::string render_chat_prompt(const Json& normalized, const std::string& chat_template,
                                const tokenizer::Tokenizer& tokenizer, const Json& kwargs) {
-  const std::string bos = piece_or_empty(tokenizer, tokenizer.bos());
-  const std::string eos = piece_or_empty(tokenizer, tokenizer.eos());
+  const std::string bos = token_text(tokenizer, tokenizer.bos());
+  const std::string eos = token_text(tokenizer, tokenizer.eos());
   std::string text;
   try {
     text = chat::render_chat(chat_template, normalized, true, bos, eos, warn_once,

@@ -15,6 +15,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/sse.h"
+#include "server/token_text.h"
 #include "tokenizer/utf8.h"
 
 namespace cohort::server {
@@ -28,14 +29,6 @@ struct NativeAnswer {
   int n_prompt = 0;
   int n_predicted = 0;       // tokens generated so far
 };
-
-std::string piece(const tokenizer::Tokenizer& tok, int32_t id) {
-  try {
-    return tok.token_to_piece(id, true);
-  } catch (const Error&) {
-    return std::string();  // an id the engine should never produce
-  }
-}
 
 // Text of `s` up to its longest valid UTF-8 prefix.
 std::string valid_prefix(std::string s) {
@@ -56,7 +49,7 @@ double printable(float lp) {
 
 // post_sampling_probs: "prob" (e^logprob) instead of "logprob".
 Json probability_entry(const tokenizer::Tokenizer& tok, int32_t id, float logprob, bool probs) {
-  const std::string text = piece(tok, id);
+  const std::string text = token_text(tok, id);
   Json entry = {{"id", id}, {"token", valid_prefix(text)}, {"bytes", bytes_of(text)}};
   if (probs) {
     entry["prob"] = std::exp(static_cast<double>(logprob));
@@ -117,12 +110,6 @@ Json native_timings(const Usage& u) {
           {"predicted_per_second", per_second(u.completion_tokens, u.generation_ms)}};
 }
 
-std::string prompt_text(const tokenizer::Tokenizer& tok, const std::vector<int32_t>& ids) {
-  std::string text;
-  for (int32_t id : ids) text += piece(tok, id);
-  return text;
-}
-
 // A streamed chunk of `tokens`.
 Json partial_json(const NativeAnswer& a, const std::vector<GeneratedToken>& tokens) {
   std::string content;
@@ -177,7 +164,7 @@ Json final_json(const NativeAnswer& a, const std::vector<GeneratedToken>& all,
               {"tokens_predicted", usage.completion_tokens},
               {"tokens_evaluated", usage.prompt_tokens},
               {"generation_settings", generation_settings(a)},
-              {"prompt", prompt_text(tok, a.request.generation.prompt)},
+              {"prompt", tokens_text(tok, a.request.generation.prompt)},
               {"has_new_line", generated.find('\n') != std::string::npos},
               {"truncated", false},
               {"stop_type", stop_type_name(end.finish)},

@@ -10,6 +10,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/routes.h"
+#include "server/token_text.h"
 
 namespace cohort::server {
 namespace {
@@ -42,11 +43,7 @@ void generate(Exchange& exchange, ServedModel& model, Endpoint endpoint) {
   meta.system_fingerprint = build_info();
   meta.logprobs = parsed.response.logprobs;
   meta.include_usage = parsed.response.include_usage;
-  if (parsed.response.verbose) {  // the prompt as sent, special tokens as text
-    std::string prompt;
-    for (int32_t id : parsed.generation.prompt) prompt += model.tokenizer.token_to_piece(id, true);
-    meta.verbose_prompt = std::move(prompt);
-  }
+  if (parsed.response.verbose) meta.verbose_prompt = tokens_text(model.tokenizer, parsed.generation.prompt);
   std::vector<Choice> choices;
   try {
     for (int i = 0; i < parsed.response.n_choices; ++i) {
