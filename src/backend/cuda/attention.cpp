@@ -33,6 +33,8 @@ SplitPlan split_plan(int64_t n_seq, int64_t max_ctx) {
 
 size_t align256(size_t n) { return (n + 255) / 256 * 256; }
 
+}  // namespace
+
 void check_cache(const KvCacheView& c, const char* op) {
   if (c.k == nullptr || c.v == nullptr || !aligned16(c.k) || !aligned16(c.v)) {
     fail("cuda: {}: the K and V caches must be non-null and 16-byte aligned", op);
@@ -41,9 +43,11 @@ void check_cache(const KvCacheView& c, const char* op) {
     fail("cuda: {}: bad cache geometry ({} blocks, {} KV heads, head_dim {})", op, c.n_blocks, c.n_head_kv,
          c.head_dim);
   }
+  if (c.type == KvType::kQ8_0 && (c.k_scale == nullptr || c.v_scale == nullptr || c.head_dim % 32 != 0)) {
+    fail("cuda: {}: a q8_0 cache needs its scales and a head_dim that is whole blocks of 32 (head_dim {})", op,
+         c.head_dim);
+  }
 }
-
-}  // namespace
 
 void kv_store(const KvCacheView& cache, const __nv_bfloat16* k_new, const __nv_bfloat16* v_new,
               int64_t token_stride, const int32_t* slots, int64_t n_tok, cudaStream_t stream) {

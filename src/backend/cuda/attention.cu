@@ -1,12 +1,12 @@
 // Split-K ("flash-decoding") attention over the paged KV cache.
 //
-// K and V are F16 or BF16 (the view's bf16), converted to F32 on load.
+// K and V are F16, BF16 or Q8_0 (the view's type), converted to F32 on load.
 //
 // Stage 1, one thread block per (KV head, chunk of G query heads, sequence,
 // split of shape.split_tokens tokens): a token's K (and V) row of one KV
-// head is head_dim halves, read by D/8 lanes with one 16-byte load each, so a
-// warp takes 32 / (D/8) tokens per step and 4 warps interleave over the
-// split. Every lane keeps, for each of the G query heads sharing the KV head
+// head is head_dim elements, read by D/8 lanes with one load of 8 each (and
+// for Q8_0 the scale of their block), so a warp takes 32 / (D/8) tokens per
+// step and 4 warps interleave over the split. Every lane keeps, for each of the G query heads sharing the KV head
 // (grouped-query: K/V are read once for all of them), an online-softmax
 // state (max, sum, output for its 8 dims) in log2 units (q is prescaled by
 // scale * log2(e)). States are merged across the lane groups of a warp
@@ -38,11 +38,30 @@ __device__ __forceinline__ void unpack_f16x8(uint4 v, float (&f)[8]) {
   }
 }
 
-// Eight cache elements: F16, or BF16 (kBf16).
-template <bool kBf16>
+// Eight cache elements from element `off` of the array at `base` (and, for
+// Q8_0, their block's scale): the raw bits, unpacked by unpack_kv8 (apart,
+// so that the loads of K and V are both in flight before either is used).
+template <KvType kType>
+__device__ __forceinline__ uint4 load_kv8(const void* base, const __half* scale, int64_t off) {
+  if constexpr (kType == KvType::kQ8_0) {
+    const uint2 q = __ldg(reinterpret_cast<const uint2*>(static_cast<const int8_t*>(base) + off));
+    return make_uint4(q.x, q.y, __half_as_ushort(__ldg(scale + off / 32)), 0);
+  } else {
+    return __ldg(reinterpret_cast<const uint4*>(static_cast<const __half*>(base) + off));
+  }
+}
+
+template <KvType kType>
 __device__ __forceinline__ void unpack_kv8(uint4 v, float (&f)[8]) {
-  if constexpr (kBf16) {
+  if constexpr (kType == KvType::kBf16) {
     unpack8(v, f);
+  } else if constexpr (kType == KvType::kQ8_0) {
+    const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(v.z)));
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t w = i < 4 ? v.x : v.y;
+      f[i] = static_cast<float>(static_cast<int8_t>(w >> (8 * (i % 4)))) * d;
+    }
   } else {
     unpack_f16x8(v, f);
   }
@@ -54,7 +73,7 @@ __device__ __forceinline__ float merge_weight(float m, float top) {
   return m == -INFINITY ? 0.0f : exp2f(m - top);
 }
 
-template <int D, int G, bool kBf16>
+template <int D, int G, KvType kType>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_split_kernel(KvCacheView cache, const __nv_bfloat16* __restrict__ q,
                            const int32_t* __restrict__ block_table, const int32_t* __restrict__ ctx_lens,
@@ -99,11 +118,11 @@ __global__ void __launch_bounds__(kWarps * 32)
     if (valid) {
       const int64_t slot = static_cast<int64_t>(table[j / kKvBlockSize]) * kKvBlockSize + j % kKvBlockSize;
       const int64_t off = (slot * shape.n_head_kv + kvh) * D + 8 * sub;
-      kraw = __ldg(reinterpret_cast<const uint4*>(cache.k + off));
-      vraw = __ldg(reinterpret_cast<const uint4*>(cache.v + off));
+      kraw = load_kv8<kType>(cache.k, cache.k_scale, off);
+      vraw = load_kv8<kType>(cache.v, cache.v_scale, off);
     }
     float k[8];
-    unpack_kv8<kBf16>(kraw, k);
+    unpack_kv8<kType>(kraw, k);
     float s[G];
 #pragma unroll
     for (int g = 0; g < G; ++g) {
@@ -115,7 +134,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
     if (valid) {
       float v[8];
-      unpack_kv8<kBf16>(vraw, v);
+      unpack_kv8<kType>(vraw, v);
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         const float top = fmaxf(m[g], s[g]);
@@ -233,12 +252,14 @@ void launch_split(const KvCacheView& cache, const __nv_bfloat16* q, const int32_
   const int n_chunks = shape.n_head / shape.n_head_kv / G;
   const dim3 grid(static_cast<unsigned>(shape.n_head_kv * n_chunks), static_cast<unsigned>(shape.n_seq),
                   static_cast<unsigned>(shape.n_splits));
-  if (cache.bf16) {
-    launch_kernel(attention_split_kernel<D, G, true>, grid, kWarps * 32, 0, stream, cache, q, block_table, ctx_lens,
-                  shape, scale * kLog2e, partials);
-  } else {
-    launch_kernel(attention_split_kernel<D, G, false>, grid, kWarps * 32, 0, stream, cache, q, block_table, ctx_lens,
-                  shape, scale * kLog2e, partials);
+  auto launch = [&](auto kernel) {
+    launch_kernel(kernel, grid, kWarps * 32, 0, stream, cache, q, block_table, ctx_lens, shape, scale * kLog2e,
+                  partials);
+  };
+  switch (cache.type) {
+    case KvType::kF16: return launch(attention_split_kernel<D, G, KvType::kF16>);
+    case KvType::kBf16: return launch(attention_split_kernel<D, G, KvType::kBf16>);
+    case KvType::kQ8_0: return launch(attention_split_kernel<D, G, KvType::kQ8_0>);
   }
 }
 

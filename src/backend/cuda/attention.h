@@ -1,12 +1,16 @@
 // Decode attention over the paged KV cache, and the store of new K/V rows.
 //
-// KV cache layout (one array for K, one for V, 16-bit elements: F16, or
-// BF16 where the view says so; -ctk/-ctv f16 or bf16, the same for both):
-//   [n_blocks, kKvBlockSize, n_head_kv, head_dim]
+// KV cache layout (one array for K, one for V; -ctk/-ctv f16, bf16 or q8_0,
+// the same for both):
+//   [n_blocks, kKvBlockSize, n_head_kv, head_dim] elements
+// F16 and BF16 elements are 2 bytes; a Q8_0 cache holds its int8 quants there
+// and their F16 scales, one per 32 consecutive elements of a head's row, in
+// a second array of the same order ([..., head_dim / 32]), so a row stays
+// 16-byte aligned (the bytes per element are the GGUF block's: 34 per 32).
 // Token j of a sequence lives in physical block table[j / kKvBlockSize] at
 // offset j % kKvBlockSize; its slot is block * kKvBlockSize + offset. A
 // slot's heads are contiguous, so one token's K row for one KV head is
-// head_dim consecutive halves (the kernels read it with 16-byte loads).
+// head_dim consecutive elements (the kernels read 8 of them a load).
 #pragma once
 
 #include <cstddef>
@@ -20,25 +24,42 @@ namespace cohort::cuda {
 
 inline constexpr int kKvBlockSize = 16;  // tokens per KV block (DESIGN.md, KV cache)
 
+// The element type of a cache (-ctk/-ctv).
+enum class KvType : uint8_t { kF16, kBf16, kQ8_0 };
+
 // The cache geometry shared by attention and the KV store.
 struct KvCacheView {
-  __half* k = nullptr;  // [n_blocks, kKvBlockSize, n_head_kv, head_dim]
-  __half* v = nullptr;  // same
+  void* k = nullptr;  // [n_blocks, kKvBlockSize, n_head_kv, head_dim] elements of `type`
+  void* v = nullptr;  // same
   int64_t n_blocks = 0;
   int64_t n_head_kv = 0;
   int64_t head_dim = 0;
-  bool bf16 = false;    // the elements of k and v are BF16 bits (else F16)
+  KvType type = KvType::kF16;
+  __half* k_scale = nullptr;  // kQ8_0: [n_blocks, kKvBlockSize, n_head_kv, head_dim / 32]
+  __half* v_scale = nullptr;  // same
 };
 
+// Bytes of one K (or V) array of `elements` elements, scales included.
+inline size_t kv_array_bytes(KvType type, size_t elements) {
+  return type == KvType::kQ8_0 ? elements + elements / 32 * sizeof(__half) : 2 * elements;
+}
+
+// Throws cohort::Error naming `op` for null or misaligned arrays, a bad
+// geometry, or a Q8_0 cache without scales or with a head_dim that is not
+// whole blocks of 32.
+void check_cache(const KvCacheView& cache, const char* op);
+
 // Writes token t's rows into slot slot[t] (t < n_tok) in the cache's type
-// (F16 rounded to nearest even, or the BF16 as it is):
+// (F16 rounded to nearest even; the BF16 as it is; Q8_0 as quant::quantize
+// makes it of the F32 values: d = amax / 127, q = round(x / d) halves away
+// from zero, d stored as F16):
 //   cache.k[slot[t], h, :] = k_new[t * token_stride + h * head_dim + :], likewise v.
 // k_new / v_new are BF16, token t at k_new + t * token_stride (so they can be
 // views into a fused QKV row). A slot < 0 is skipped (a padding token).
-// REQUIRES: head_dim % 8 == 0; k_new, v_new, token_stride*2 bytes and the
-// caches 16-byte aligned; slots < n_blocks * kKvBlockSize (a larger slot is
-// skipped too, so a bad slot never writes out of bounds); no two tokens
-// share a slot.
+// REQUIRES: head_dim % 8 == 0 (% 32 for Q8_0); k_new, v_new, token_stride*2
+// bytes and the caches 16-byte aligned; slots < n_blocks * kKvBlockSize (a
+// larger slot is skipped too, so a bad slot never writes out of bounds); no
+// two tokens share a slot.
 void kv_store(const KvCacheView& cache, const __nv_bfloat16* k_new, const __nv_bfloat16* v_new,
               int64_t token_stride, const int32_t* slots, int64_t n_tok, cudaStream_t stream);
 

@@ -13,6 +13,7 @@
 #include "backend/cuda/cuda_test_util.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/kernel_test_util.h"
+#include "backend/cuda/kv_test_util.h"
 #include "backend/cuda/matvec_q8.h"
 #include "common/error.h"
 #include "common/half.h"
@@ -29,18 +30,8 @@ constexpr double kTol = 5e-3;
 struct Case {
   int64_t n_head_kv, gqa, head_dim;
   std::vector<int32_t> ctx;  // per sequence
-  bool bf16 = false;         // a BF16 cache (-ctk bf16 -ctv bf16), else F16
+  KvType type = KvType::kF16;  // -ctk/-ctv
 };
-
-// Normal values as F16, or BF16 bits.
-std::vector<uint16_t> random_kv(size_t n, std::mt19937& rng, bool bf16) {
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<uint16_t> v(n);
-  for (uint16_t& h : v) h = bf16 ? f32_to_bf16(normal(rng)) : f32_to_f16(normal(rng));
-  return v;
-}
-
-float kv_value(uint16_t bits, bool bf16) { return bf16 ? bf16_to_f32(bits) : f16_to_f32(bits); }
 
 void check_attention(const Case& c, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -60,7 +51,8 @@ void check_attention(const Case& c, uint32_t seed) {
     for (int64_t b = 0; b < (c.ctx[s] + kKvBlockSize - 1) / kKvBlockSize; ++b) table[s * max_blocks + b] = pool[next++];
   }
   const size_t cache_elems = static_cast<size_t>(n_blocks * kKvBlockSize * c.n_head_kv * d);
-  const std::vector<uint16_t> k = random_kv(cache_elems, rng, c.bf16), v = random_kv(cache_elems, rng, c.bf16);
+  const testing::HostKv k = testing::random_kv(cache_elems, c.type, rng);
+  const testing::HostKv v = testing::random_kv(cache_elems, c.type, rng);
   const testing::Bf16Data q = testing::random_bf16(static_cast<size_t>(n_seq * n_head * d), rng);
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
 
@@ -76,21 +68,20 @@ void check_attention(const Case& c, uint32_t seed) {
       };
       for (int64_t j = 0; j < c.ctx[s]; ++j) {
         double dot = 0.0;
-        for (int64_t i = 0; i < d; ++i) dot += static_cast<double>(qh[i]) * kv_value(k[at(j) + i], c.bf16);
+        for (int64_t i = 0; i < d; ++i) dot += static_cast<double>(qh[i]) * k.values[at(j) + i];
         score[j] = dot * scale;
       }
       const double top = c.ctx[s] > 0 ? *std::max_element(score.begin(), score.end()) : 0.0;
       double sum = 0.0;
       for (double& x : score) sum += (x = std::exp(x - top));
       for (int64_t j = 0; j < c.ctx[s]; ++j) {
-        for (int64_t i = 0; i < d; ++i) want[(s * n_head + h) * d + i] += score[j] / sum * kv_value(v[at(j) + i], c.bf16);
+        for (int64_t i = 0; i < d; ++i) want[(s * n_head + h) * d + i] += score[j] / sum * v.values[at(j) + i];
       }
     }
   }
 
-  DeviceBuffer<uint16_t> dk(k.size()), dv(v.size()), dq(q.bits.size()), dout(want.size());
-  dk.upload(k);
-  dv.upload(v);
+  testing::DeviceKv dk(k), dv(v);
+  DeviceBuffer<uint16_t> dq(q.bits.size()), dout(want.size());
   dq.upload(q.bits);
   DeviceBuffer<int32_t> dtable(table.size()), dctx(c.ctx.size());
   dtable.upload(table);
@@ -98,14 +89,13 @@ void check_attention(const Case& c, uint32_t seed) {
   DeviceBuffer<uint8_t> work(decode_attention_workspace_bytes(n_seq, n_head, d, max_ctx));
   CUDA_CHECK(cudaMemset(work.data(), 0xFF, work.size()));
   testing::poison(dout);
-  KvCacheView cache{reinterpret_cast<__half*>(dk.data()), reinterpret_cast<__half*>(dv.data()), n_blocks,
-                    c.n_head_kv, d, c.bf16};
+  const KvCacheView cache = testing::view_of(dk, dv, n_blocks, c.n_head_kv, d, c.type);
   decode_attention(cache, testing::as_bf16(dq), dtable.data(), max_blocks, dctx.data(), n_seq, n_head, max_ctx,
                    static_cast<float>(scale), work.data(), testing::as_bf16(dout), nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<float> got = testing::bf16_values(dout.download());
   std::string what = "attention kv_heads " + std::to_string(c.n_head_kv) + " gqa " + std::to_string(c.gqa) +
-                     " head_dim " + std::to_string(d) + (c.bf16 ? " bf16" : "") + " ctx";
+                     " head_dim " + std::to_string(d) + " " + testing::kv_type_name(c.type) + " ctx";
   for (int32_t n : c.ctx) {
     what += ' ';
     what += std::to_string(n);
@@ -143,8 +133,11 @@ TEST(CudaDecodeAttention, MatchesTheF64ReferenceOnShuffledPagedCaches) {
   check_attention({2, 16, 64, {77}}, seed++);         // a group of 16: two chunks of 8 heads
   check_attention({8, 4, 128, {128}}, seed++);        // one sequence decoding: 8 splits of 16 tokens
   check_attention({8, 4, 128, {5, 200, 31}}, seed++); // short contexts of three: splits of 32
-  check_attention({8, 4, 128, {300, 129, 1}, true}, seed++);  // a BF16 cache
-  check_attention({2, 3, 256, {700}, true}, seed++);
+  for (KvType t : {KvType::kBf16, KvType::kQ8_0}) {  // the other cache types
+    check_attention({8, 4, 128, {300, 129, 1}, t}, seed++);
+    check_attention({2, 3, 256, {700}, t}, seed++);
+    check_attention({2, 8, 64, {17, 1000}, t}, seed++);
+  }
 }
 
 TEST(CudaDecodeAttention, ZeroContextGivesZeros) {
@@ -152,10 +145,13 @@ TEST(CudaDecodeAttention, ZeroContextGivesZeros) {
   check_attention({2, 2, 64, {0, 40}}, 99);  // sequence 0 is all zeros in want
 }
 
-void check_kv_store(bool bf16) {
-  std::mt19937 rng(bf16 ? 4 : 3);
+// Stored rows hold what the host encoding of the same values holds (F16
+// rounded once, BF16 as it is, Q8_0 as quant::quantize makes it), in their
+// slots and nowhere else.
+void check_kv_store(KvType type) {
+  std::mt19937 rng(3 + static_cast<int>(type));
   const int64_t n_blocks = 9, n_head_kv = 8, d = 128, n_tok = 21, stride = 48 * 128;
-  const size_t row = static_cast<size_t>(n_head_kv * d);
+  const size_t row = static_cast<size_t>(n_head_kv * d), cache_elems = static_cast<size_t>(n_blocks * kKvBlockSize) * row;
   const testing::Bf16Data kn = testing::random_bf16(static_cast<size_t>(n_tok * stride), rng, 100.0f);
   const testing::Bf16Data vn = testing::random_bf16(static_cast<size_t>(n_tok * stride), rng);
   std::vector<int32_t> slots(static_cast<size_t>(n_blocks * kKvBlockSize));
@@ -163,37 +159,42 @@ void check_kv_store(bool bf16) {
   std::shuffle(slots.begin(), slots.end(), rng);
   slots.resize(static_cast<size_t>(n_tok));
   slots[4] = -1;  // padding
-  DeviceBuffer<uint16_t> dk(static_cast<size_t>(n_blocks * kKvBlockSize) * row), dv(dk.size());
-  testing::poison(dk);
-  testing::poison(dv);
+  // The cache before: poison (all bytes 0xFF); after: the rows, encoded.
+  testing::HostKv want_k = testing::encode_kv(std::vector<float>(cache_elems), type), want_v = want_k;
+  for (auto* h : {&want_k, &want_v}) {
+    std::fill(h->data.begin(), h->data.end(), uint8_t{0xFF});
+    std::fill(h->scales.begin(), h->scales.end(), uint16_t{0xFFFF});
+  }
+  testing::DeviceKv dk(want_k), dv(want_v);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    if (slots[t] < 0) continue;
+    const auto first = static_cast<ptrdiff_t>(t * stride);
+    const testing::HostKv k = testing::encode_kv({kn.values.begin() + first, kn.values.begin() + first + row}, type);
+    const testing::HostKv v = testing::encode_kv({vn.values.begin() + first, vn.values.begin() + first + row}, type);
+    const size_t bytes = k.data.size(), scales = k.scales.size(), at = static_cast<size_t>(slots[t]);
+    std::copy(k.data.begin(), k.data.end(), want_k.data.begin() + static_cast<ptrdiff_t>(at * bytes));
+    std::copy(v.data.begin(), v.data.end(), want_v.data.begin() + static_cast<ptrdiff_t>(at * bytes));
+    std::copy(k.scales.begin(), k.scales.end(), want_k.scales.begin() + static_cast<ptrdiff_t>(at * scales));
+    std::copy(v.scales.begin(), v.scales.end(), want_v.scales.begin() + static_cast<ptrdiff_t>(at * scales));
+  }
   DeviceBuffer<uint16_t> dkn(kn.bits.size()), dvn(vn.bits.size());
   dkn.upload(kn.bits);
   dvn.upload(vn.bits);
   DeviceBuffer<int32_t> dslots(slots.size());
   dslots.upload(slots);
-  KvCacheView cache{reinterpret_cast<__half*>(dk.data()), reinterpret_cast<__half*>(dv.data()), n_blocks, n_head_kv, d,
-                    bf16};
+  const KvCacheView cache = testing::view_of(dk, dv, n_blocks, n_head_kv, d, type);
   kv_store(cache, testing::as_bf16(dkn), testing::as_bf16(dvn), stride, dslots.data(), n_tok, nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<uint16_t> want_k(dk.size(), 0xFFFF), want_v(dv.size(), 0xFFFF);
-  for (int64_t t = 0; t < n_tok; ++t) {
-    if (slots[t] < 0) continue;
-    for (size_t i = 0; i < row; ++i) {
-      // BF16 rows are stored as they are, F16 ones rounded once.
-      want_k[static_cast<size_t>(slots[t]) * row + i] =
-          bf16 ? kn.bits[t * stride + i] : f32_to_f16(kn.values[t * stride + i]);
-      want_v[static_cast<size_t>(slots[t]) * row + i] =
-          bf16 ? vn.bits[t * stride + i] : f32_to_f16(vn.values[t * stride + i]);
-    }
-  }
-  EXPECT_EQ(dk.download(), want_k) << (bf16 ? "bf16" : "f16");
-  EXPECT_EQ(dv.download(), want_v) << (bf16 ? "bf16" : "f16");
+  const std::string what = testing::kv_type_name(type);
+  EXPECT_EQ(dk.data.download(), want_k.data) << what;
+  EXPECT_EQ(dv.data.download(), want_v.data) << what;
+  EXPECT_EQ(dk.scales.download(), want_k.scales) << what;
+  EXPECT_EQ(dv.scales.download(), want_v.scales) << what;
 }
 
 TEST(CudaKvStore, WritesRowsIntoTheirSlotsAndNothingElse) {
   COHORT_REQUIRE_CUDA_DEVICE();
-  check_kv_store(false);
-  check_kv_store(true);
+  for (KvType t : testing::kKvTypes) check_kv_store(t);
 }
 
 TEST(CudaDecodeAttention, RejectsBadShapes) {
@@ -207,6 +208,11 @@ TEST(CudaDecodeAttention, RejectsBadShapes) {
   EXPECT_THROW(decode_attention(cache, b, nullptr, 3, nullptr, 1, 4, 64, 1.0f, work, b, nullptr), Error);
   EXPECT_THROW(decode_attention(cache, b, nullptr, 4, nullptr, 1, 4, 64, 1.0f, nullptr, b, nullptr), Error);
   EXPECT_THROW(kv_store(cache, b, b, 64, nullptr, 1, nullptr), Error);  // stride < n_head_kv * head_dim
+  cache.type = KvType::kQ8_0;  // without scales
+  EXPECT_THROW(kv_store(cache, b, b, 128, nullptr, 1, nullptr), Error);
+  cache.k_scale = cache.v_scale = h;
+  cache.head_dim = 48;  // not whole blocks of 32
+  EXPECT_THROW(kv_store(cache, b, b, 128, nullptr, 1, nullptr), Error);
   EXPECT_GT(decode_attention_workspace_bytes(8, 32, 128, 8192), size_t{8 * 32 * 32 * 128 * 4});
 }
 

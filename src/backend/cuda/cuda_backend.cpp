@@ -44,6 +44,21 @@ bool takes_q8(TensorType type, int64_t n_tok, int64_t n_in) {
   return n_tok <= kMatvecQ8MaxTokens || n_tok <= mmq_range(type, n_in).max;
 }
 
+// The device cache type of -ctk/-ctv; throws for what a GPU cache does not hold.
+KvType kv_type(const kv::KvCacheShape& kv, int device) {
+  if (kv.type_k == kv.type_v) {
+    switch (kv.type_k) {
+      case TensorType::F16: return KvType::kF16;
+      case TensorType::BF16: return KvType::kBf16;
+      case TensorType::Q8_0: return KvType::kQ8_0;
+      default: break;
+    }
+  }
+  fail("cuda{}: the KV cache on a GPU is f16, bf16 or q8_0, the same for K and V (-ctk q8_0 -ctv q8_0, say), "
+       "got -ctk {} -ctv {}",
+       device, gguf::type_name(kv.type_k), gguf::type_name(kv.type_v));
+}
+
 void free_device(void* p) { (void)cudaFree(p); }
 void free_pinned(void* p) { (void)cudaFreeHost(p); }
 
@@ -87,26 +102,21 @@ CudaBackend::CudaBackend(const backend::BackendOptions& options, const backend::
   if (kv.block_size != kKvBlockSize) {
     fail("cuda{}: the KV cache needs blocks of {} tokens, got {}", device_index_, kKvBlockSize, kv.block_size);
   }
-  const bool kv_16bit = kv.type_k == gguf::TensorType::F16 || kv.type_k == gguf::TensorType::BF16;
-  if (!kv_16bit || kv.type_v != kv.type_k) {
-    fail("cuda{}: the KV cache on a GPU is f16 or bf16, the same for K and V (-ctk f16 -ctv f16, or -ctk bf16 "
-         "-ctv bf16), got -ctk {} -ctv {}",
-         device_index_, gguf::type_name(kv.type_k), gguf::type_name(kv.type_v));
-  }
+  kv_type_ = kv_type(kv, device_index_);
   if (limits.head_dim != 64 && limits.head_dim != 128 && limits.head_dim != 256) {
     fail("cuda{}: attention supports heads of 64, 128 or 256 dims, the model has {}", device_index_,
          limits.head_dim);
   }
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  const size_t layer = static_cast<size_t>(kv.n_blocks) * kv.block_size * kv.n_head_kv * kv.head_dim;
+  const size_t layer = 2 * kv_array_bytes(kv_type_, kv_layer_elements());
   attention_rows_ = attention_rows(limits);
   const int64_t gemm_scratch = std::min(kGemmScratchElems, limits.max_row * limits.max_out);
   const size_t attention_bytes =
       decode_attention_workspace_bytes(attention_rows_, limits.n_head, limits.head_dim, limits.n_max_ctx);
   scratch_bytes_ = static_cast<size_t>(limits.n_max_tok * limits.max_out) * sizeof(float) + attention_bytes +
                    static_cast<size_t>(gemm_scratch) * 2 + q8_activation_bytes(kQuantizedMaxRows, limits.max_row);
-  require_room(2 * layer * static_cast<size_t>(kv.n_layer) * sizeof(__half), scratch_bytes_);
-  kv_ = DeviceBuffer<__half>(2 * layer * static_cast<size_t>(kv.n_layer));
+  require_room(layer * static_cast<size_t>(kv.n_layer), scratch_bytes_);
+  kv_ = DeviceBuffer<uint8_t>(layer * static_cast<size_t>(kv.n_layer));
   CUDA_CHECK(cudaMemsetAsync(kv_.data(), 0, kv_bytes(), stream_));
   logits_ = DeviceBuffer<float>(static_cast<size_t>(limits.n_max_tok * limits.max_out));
   attention_ws_ = DeviceBuffer<uint8_t>(attention_bytes);
@@ -256,16 +266,26 @@ const float* CudaBackend::f32_on_device(ConstTensorView v) {
   return it->second.data();
 }
 
+size_t CudaBackend::kv_layer_elements() const {
+  const kv::KvCacheShape& s = limits_.kv;
+  return static_cast<size_t>(s.n_blocks) * s.block_size * s.n_head_kv * s.head_dim;
+}
+
 KvCacheView CudaBackend::kv_layer(int layer) {
   const kv::KvCacheShape& s = limits_.kv;
-  const size_t n = static_cast<size_t>(s.n_blocks) * s.block_size * s.n_head_kv * s.head_dim;
+  const size_t n = kv_layer_elements(), array = kv_array_bytes(kv_type_, n);
+  uint8_t* k = kv_.data() + 2 * array * static_cast<size_t>(layer);
   KvCacheView c;
-  c.k = kv_.data() + 2 * n * static_cast<size_t>(layer);
-  c.v = c.k + n;
+  c.k = k;
+  c.v = k + array;
   c.n_blocks = s.n_blocks;
   c.n_head_kv = s.n_head_kv;
   c.head_dim = s.head_dim;
-  c.bf16 = s.type_k == TensorType::BF16;
+  c.type = kv_type_;
+  if (kv_type_ == KvType::kQ8_0) {  // each array's scales follow its quants
+    c.k_scale = reinterpret_cast<__half*>(k + n);
+    c.v_scale = reinterpret_cast<__half*>(k + array + n);
+  }
   return c;
 }
 

@@ -84,7 +84,7 @@ class CudaBackend final : public backend::Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   backend::Device device() const override { return backend::Device::cuda; }
-  size_t kv_bytes() const override { return kv_.size() * sizeof(__half); }
+  size_t kv_bytes() const override { return kv_.size(); }
   backend::MemoryUse memory() const override;
   backend::Tensor alloc(int64_t n_rows, int64_t n_cols) override;
   backend::Tensor alloc_host(int64_t n_rows, int64_t n_cols) override;
@@ -119,6 +119,7 @@ class CudaBackend final : public backend::Backend {
   // The device address of a weight or vector view (see the file comment).
   const void* on_device(backend::ConstTensorView v);
   const float* f32_on_device(backend::ConstTensorView v);
+  size_t kv_layer_elements() const;  // of K (or V) in one layer
   KvCacheView kv_layer(int layer);
   void load_shards(std::span<const backend::ConstTensorView> shards);
   void require_weight_room(size_t bytes) const;
@@ -167,7 +168,8 @@ class CudaBackend final : public backend::Backend {
   };
   std::unordered_map<ShardKey, size_t, ShardHash> shard_offsets_;  // a rank's shards in weights_
   std::unordered_map<const void*, DeviceBuffer<float>> vectors_;
-  DeviceBuffer<__half> kv_;             // [n_layer][K, V][n_blocks, block, n_head_kv, head_dim], F16 or BF16 bits
+  DeviceBuffer<uint8_t> kv_;  // [n_layer][K, V]: kv_array_bytes(type, n_blocks * block * n_head_kv * head_dim) each
+  KvType kv_type_ = KvType::kF16;
   StepBuffers step_;
   DeviceBuffer<float> logits_;          // [n_max_tok, max_out] before the copy to the host
   DeviceBuffer<uint8_t> attention_ws_;  // split partials of attention_rows_ queries

@@ -192,17 +192,24 @@ TEST_P(CudaForward, MatchesTheCpuReference) {
   }
 }
 
-// -ctk bf16 -ctv bf16: the GPU's BF16 cache against the CPU's, same bounds.
-TEST(CudaForwardKvCache, Bf16MatchesTheCpuReference) {
+// -ctk bf16 -ctv bf16 and -ctk q8_0 -ctv q8_0: the GPU's cache of that type
+// against the CPU's, same bounds (prefill as one micro-batch and in 32-token
+// ones, so that prefill attention reads keys stored by earlier calls).
+TEST(CudaForwardKvCache, Bf16AndQ8_0MatchTheCpuReference) {
   COHORT_REQUIRE_CUDA_DEVICE();
-  for (const model::Family family : {model::Family::llama, model::Family::qwen3}) {
-    const std::string name = fmt::format("{}-q4_K -ctk bf16 -ctv bf16", model::family_name(family));
-    const auto m = random_model("tiny", family, gguf::TensorType::Q4_K);
-    std::mt19937 rng(9);
-    const std::vector<int32_t> a = random_tokens(kPrefillA + kDecodeSteps, m->hparams().n_vocab, rng);
-    const std::vector<int32_t> b = random_tokens(kPrefillB + kDecodeSteps, m->hparams().n_vocab, rng);
-    const LogitRun ref = teacher_forced(*m, "cpu", a, b, {}, "p2p", "bf16");
-    expect_agreement("forward ", name, ref, teacher_forced(*m, "cuda0", a, b, {}, "p2p", "bf16"));
+  for (const char* kv : {"bf16", "q8_0"}) {
+    for (const model::Family family : {model::Family::llama, model::Family::qwen3}) {
+      const std::string name = fmt::format("{}-q4_K -ctk {} -ctv {}", model::family_name(family), kv, kv);
+      const auto m = random_model("tiny", family, gguf::TensorType::Q4_K);
+      std::mt19937 rng(9);
+      const std::vector<int32_t> a = random_tokens(kPrefillA + kDecodeSteps, m->hparams().n_vocab, rng);
+      const std::vector<int32_t> b = random_tokens(kPrefillB + kDecodeSteps, m->hparams().n_vocab, rng);
+      const LogitRun ref = teacher_forced(*m, "cpu", a, b, {}, "p2p", kv);
+      for (const int n_ubatch : {128, 32}) {
+        expect_agreement("forward ", fmt::format("{} ubatch {}", name, n_ubatch), ref,
+                         teacher_forced(*m, "cuda0", a, b, {}, "p2p", kv, n_ubatch));
+      }
+    }
   }
 }
 

@@ -31,11 +31,7 @@ void plan_prefill_tiles(std::span<const int32_t> positions, std::span<const int3
 void prefill_attention(const KvCacheView& cache, const __nv_bfloat16* q, const PrefillTile* tiles,
                        int64_t n_tiles, const int32_t* block_table, int64_t max_blocks, int64_t n_head,
                        float scale, __nv_bfloat16* out, cudaStream_t stream) {
-  if (cache.k == nullptr || cache.v == nullptr || !aligned16(cache.k) || !aligned16(cache.v) ||
-      cache.n_blocks <= 0 || cache.n_head_kv <= 0) {
-    fail("cuda: prefill_attention: null or misaligned caches, or bad geometry ({} blocks, {} KV heads)",
-         cache.n_blocks, cache.n_head_kv);
-  }
+  check_cache(cache, "prefill_attention");
   const int64_t d = cache.head_dim;
   if (d != 64 && d != 128 && d != 256) fail("cuda: prefill_attention: head_dim {} (64, 128 or 256)", d);
   if (n_head <= 0 || n_head > 65535 || n_head % cache.n_head_kv != 0) {

@@ -6,13 +6,15 @@
 // KV-head group read the same K/V while it is in L2; the tiles run from the
 // last (the most keys) to the first, so the long blocks start first.
 //
-// The cache holds F16 or BF16 (the view's bf16, a template parameter here):
-// the matrix products take that type. Q is converted to it (F16) or taken
-// as it is (BF16) and staged in shared memory once. The K and V tiles
-// of kBc keys are copied from the paged cache with cp.async into two shared
-// buffers (keys past the tile's last position are zero-filled and never
-// read from the cache), so the copy of key tile i + 1 overlaps the work on
-// tile i. Per key tile, each warp
+// The cache holds F16, BF16 or Q8_0 (the view's type, a template parameter
+// here): the matrix products take BF16 for a BF16 cache, else F16. Q is
+// converted to it (F16) or taken as it is (BF16) and staged in shared memory
+// once. The K and V tiles of kBc keys are copied from the paged cache with
+// cp.async into two shared buffers (keys past the tile's last position are
+// zero-filled and never read from the cache), so the copy of key tile i + 1
+// overlaps the work on tile i. A Q8_0 tile is loaded into registers and
+// stored dequantized to F16 instead (q * d in F32, rounded once), which does
+// not overlap. Per key tile, each warp
 //   1. S = Q Kᵀ with mma.sync m16n8k16 (F16 in, F32 accumulate), the K
 //      fragments read by ldmatrix,
 //   2. scales S by scale * log2(e) and masks keys past each row's position
@@ -35,6 +37,7 @@
 #include <cuda_fp16.h>
 
 #include "backend/cuda/bf16x8.cuh"
+#include "backend/cuda/cp_async.cuh"
 #include "backend/cuda/cuda_check.h"
 
 namespace cohort::cuda::kernels {
@@ -53,23 +56,6 @@ struct Config {
   // Q, then K and V of buffer 0, then of buffer 1.
   static constexpr size_t kSmemBytes = (kPrefillTileRows * kStride + 4 * kTileHalves) * sizeof(__half);
 };
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes from global to shared; zeros (and no read) when !valid.
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-               "r"(valid ? 16 : 0));
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const __half* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -138,9 +124,23 @@ __device__ void stage_q(const __nv_bfloat16* __restrict__ q, const PrefillTile& 
   }
 }
 
-// Starts the copy of keys [j0, j0 + kBc) of KV head kvh into sk, sv; keys
-// at or past kv_end are zeros.
-template <int D>
+// Eight Q8_0 elements (quants and their F16 scale) as eight F16, q * d
+// rounded once, saturating at the F16 range.
+__device__ __forceinline__ uint4 q8x8_to_f16x8(uint2 q, __half scale) {
+  const float d = __half2float(scale);
+  float f[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const uint32_t w = i < 4 ? q.x : q.y;
+    f[i] = fminf(fmaxf(static_cast<float>(static_cast<int8_t>(w >> (8 * (i % 4)))) * d, -65504.0f), 65504.0f);
+  }
+  return make_uint4(pack_f16x2(f[0], f[1]), pack_f16x2(f[2], f[3]), pack_f16x2(f[4], f[5]),
+                    pack_f16x2(f[6], f[7]));
+}
+
+// Starts the copy of keys [j0, j0 + kBc) of KV head kvh into sk, sv (for
+// Q8_0: copies them); keys at or past kv_end are zeros.
+template <int D, KvType kType>
 __device__ void load_kv_tile(const KvCacheView& cache, const int32_t* __restrict__ table, int kvh, int j0,
                              int kv_end, __half* sk, __half* sv) {
   using C = Config<D>;
@@ -155,8 +155,22 @@ __device__ void load_kv_tile(const KvCacheView& cache, const int32_t* __restrict
       const int64_t slot = static_cast<int64_t>(__ldg(table + j / kKvBlockSize)) * kKvBlockSize + j % kKvBlockSize;
       off = (slot * cache.n_head_kv + kvh) * D + 8 * ch;
     }
-    cp_async16(sk + r * C::kStride + 8 * ch, cache.k + off, valid);
-    cp_async16(sv + r * C::kStride + 8 * ch, cache.v + off, valid);
+    __half* dk = sk + r * C::kStride + 8 * ch;
+    __half* dv = sv + r * C::kStride + 8 * ch;
+    if constexpr (kType == KvType::kQ8_0) {
+      uint4 k = make_uint4(0, 0, 0, 0), v = k;
+      if (valid) {
+        k = q8x8_to_f16x8(__ldg(reinterpret_cast<const uint2*>(static_cast<const int8_t*>(cache.k) + off)),
+                          __ldg(cache.k_scale + off / 32));
+        v = q8x8_to_f16x8(__ldg(reinterpret_cast<const uint2*>(static_cast<const int8_t*>(cache.v) + off)),
+                          __ldg(cache.v_scale + off / 32));
+      }
+      *reinterpret_cast<uint4*>(dk) = k;
+      *reinterpret_cast<uint4*>(dv) = v;
+    } else {
+      cp_async16(dk, static_cast<const __half*>(cache.k) + off, valid);
+      cp_async16(dv, static_cast<const __half*>(cache.v) + off, valid);
+    }
   }
 }
 
@@ -293,12 +307,13 @@ struct WarpRows {
 };
 
 // grid: x = query heads, y = tiles (last first).
-template <int D, bool kBf16>
+template <int D, KvType kType>
 __global__ void __launch_bounds__(kThreads)
     prefill_attention_kernel(KvCacheView cache, const __nv_bfloat16* __restrict__ q,
                              const PrefillTile* __restrict__ tiles, const int32_t* __restrict__ block_table,
                              PrefillShape shape, float qk_scale, __nv_bfloat16* __restrict__ out) {
   using C = Config<D>;
+  constexpr bool kBf16 = kType == KvType::kBf16;  // the matrix inputs' type (else F16)
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __half* sq = reinterpret_cast<__half*>(smem_raw);
   __half* skv = sq + kPrefillTileRows * C::kStride;  // [2 buffers][K, V][kBc, kStride]
@@ -308,7 +323,7 @@ __global__ void __launch_bounds__(kThreads)
   const int32_t* table = block_table + static_cast<int64_t>(tile.seq) * shape.max_blocks;
   const int kv_end = tile.pos + tile.n_rows, n_kv = (kv_end + C::kBc - 1) / C::kBc;
 
-  load_kv_tile<D>(cache, table, kvh, 0, kv_end, skv, skv + C::kTileHalves);
+  load_kv_tile<D, kType>(cache, table, kvh, 0, kv_end, skv, skv + C::kTileHalves);
   cp_async_commit();
   stage_q<D, kBf16>(q, tile, h, shape.n_head, sq);
   __syncthreads();
@@ -320,7 +335,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int it = 0; it < n_kv; ++it) {
     if (it + 1 < n_kv) {
       __half* next = skv + ((it + 1) % 2) * 2 * C::kTileHalves;
-      load_kv_tile<D>(cache, table, kvh, (it + 1) * C::kBc, kv_end, next, next + C::kTileHalves);
+      load_kv_tile<D, kType>(cache, table, kvh, (it + 1) * C::kBc, kv_end, next, next + C::kTileHalves);
     }
     cp_async_commit();  // an empty group on the last tile keeps the count uniform
     cp_async_wait<1>();
@@ -338,16 +353,16 @@ __global__ void __launch_bounds__(kThreads)
   if (active) rows.store(out, tile, h, shape.n_head, warp * 16, lane);
 }
 
-template <int D, bool kBf16>
+template <int D, KvType kType>
 void launch_for_type(const KvCacheView& cache, const __nv_bfloat16* q, const PrefillTile* tiles,
                      const int32_t* block_table, const PrefillShape& shape, float scale, __nv_bfloat16* out,
                      cudaStream_t stream) {
   constexpr size_t kBytes = Config<D>::kSmemBytes;
   // Set at every launch: the attribute is per device, and this is cheap.
-  CUDA_CHECK(cudaFuncSetAttribute(prefill_attention_kernel<D, kBf16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  CUDA_CHECK(cudaFuncSetAttribute(prefill_attention_kernel<D, kType>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(kBytes)));
   const dim3 grid(static_cast<unsigned>(shape.n_head), static_cast<unsigned>(shape.n_tiles));
-  prefill_attention_kernel<D, kBf16><<<grid, kThreads, kBytes, stream>>>(cache, q, tiles, block_table, shape,
+  prefill_attention_kernel<D, kType><<<grid, kThreads, kBytes, stream>>>(cache, q, tiles, block_table, shape,
                                                                          scale * kLog2e, out);
   CUDA_CHECK(cudaGetLastError());
 }
@@ -356,8 +371,13 @@ template <int D>
 void launch_for_dim(const KvCacheView& cache, const __nv_bfloat16* q, const PrefillTile* tiles,
                     const int32_t* block_table, const PrefillShape& shape, float scale, __nv_bfloat16* out,
                     cudaStream_t stream) {
-  if (cache.bf16) return launch_for_type<D, true>(cache, q, tiles, block_table, shape, scale, out, stream);
-  launch_for_type<D, false>(cache, q, tiles, block_table, shape, scale, out, stream);
+  switch (cache.type) {
+    case KvType::kF16: return launch_for_type<D, KvType::kF16>(cache, q, tiles, block_table, shape, scale, out, stream);
+    case KvType::kBf16:
+      return launch_for_type<D, KvType::kBf16>(cache, q, tiles, block_table, shape, scale, out, stream);
+    case KvType::kQ8_0:
+      return launch_for_type<D, KvType::kQ8_0>(cache, q, tiles, block_table, shape, scale, out, stream);
+  }
 }
 
 }  // namespace

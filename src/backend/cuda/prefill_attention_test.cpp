@@ -13,6 +13,7 @@
 #include "backend/cuda/cuda_test_util.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/kernel_test_util.h"
+#include "backend/cuda/kv_test_util.h"
 #include "common/error.h"
 #include "common/half.h"
 
@@ -36,7 +37,7 @@ struct Chunk {
 struct Case {
   int64_t n_head_kv, gqa, head_dim;
   std::vector<Chunk> seqs;  // in micro-batch order, one row of the block tables each
-  bool bf16 = false;        // a BF16 cache (-ctk bf16 -ctv bf16), else F16
+  KvType type = KvType::kF16;  // -ctk/-ctv
 };
 
 // The step input's host arrays for c: rows sequence by sequence.
@@ -54,16 +55,6 @@ Batch batch_of(const Case& c) {
   }
   return b;
 }
-
-// Normal values as F16, or BF16 bits.
-std::vector<uint16_t> random_kv(size_t n, std::mt19937& rng, bool bf16) {
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<uint16_t> v(n);
-  for (uint16_t& h : v) h = bf16 ? f32_to_bf16(normal(rng)) : f32_to_f16(normal(rng));
-  return v;
-}
-
-float kv_value(uint16_t bits, bool bf16) { return bf16 ? bf16_to_f32(bits) : f16_to_f32(bits); }
 
 // Shuffled, non-contiguous block tables [n_seq, max_blocks] over n_blocks
 // blocks (some belong to nobody); unused entries are -1 (never read).
@@ -86,7 +77,7 @@ struct Inputs {
   int64_t n_head, max_blocks, n_blocks;
   Batch batch;
   std::vector<int32_t> table;
-  std::vector<uint16_t> k, v;
+  testing::HostKv k, v;
   testing::Bf16Data q;
   double scale;
 };
@@ -105,8 +96,8 @@ Inputs random_inputs(const Case& c, std::mt19937& rng) {
   in.n_blocks = used + 7;
   in.table = random_tables(ctx, in.max_blocks, in.n_blocks, rng);
   const size_t cache_elems = static_cast<size_t>(in.n_blocks * kKvBlockSize * c.n_head_kv * c.head_dim);
-  in.k = random_kv(cache_elems, rng, c.bf16);
-  in.v = random_kv(cache_elems, rng, c.bf16);
+  in.k = testing::random_kv(cache_elems, c.type, rng);
+  in.v = testing::random_kv(cache_elems, c.type, rng);
   in.q = testing::random_bf16(in.batch.positions.size() * static_cast<size_t>(in.n_head * c.head_dim), rng);
   in.scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
   return in;
@@ -128,7 +119,7 @@ std::vector<double> reference(const Case& c, const Inputs& in) {
         std::vector<double> score(static_cast<size_t>(n_keys));
         for (int64_t j = 0; j < n_keys; ++j) {
           double dot = 0.0;
-          for (int64_t i = 0; i < d; ++i) dot += static_cast<double>(qh[i]) * kv_value(in.k[at(j, h / c.gqa) + i], c.bf16);
+          for (int64_t i = 0; i < d; ++i) dot += static_cast<double>(qh[i]) * in.k.values[at(j, h / c.gqa) + i];
           score[j] = dot * in.scale;
         }
         const double top = *std::max_element(score.begin(), score.end());
@@ -136,7 +127,7 @@ std::vector<double> reference(const Case& c, const Inputs& in) {
         for (double& x : score) sum += (x = std::exp(x - top));
         double* o = want.data() + (t * in.n_head + h) * d;
         for (int64_t j = 0; j < n_keys; ++j) {
-          for (int64_t i = 0; i < d; ++i) o[i] += score[j] / sum * kv_value(in.v[at(j, h / c.gqa) + i], c.bf16);
+          for (int64_t i = 0; i < d; ++i) o[i] += score[j] / sum * in.v.values[at(j, h / c.gqa) + i];
         }
       }
     }
@@ -146,7 +137,7 @@ std::vector<double> reference(const Case& c, const Inputs& in) {
 
 std::string describe(const Case& c) {
   std::string what = "prefill kv_heads " + std::to_string(c.n_head_kv) + " gqa " + std::to_string(c.gqa) +
-                     " head_dim " + std::to_string(c.head_dim) + (c.bf16 ? " bf16" : "") + " chunks";
+                     " head_dim " + std::to_string(c.head_dim) + " " + testing::kv_type_name(c.type) + " chunks";
   for (const Chunk& s : c.seqs) {
     what += ' ';
     what += std::to_string(s.pos);
@@ -163,17 +154,15 @@ void check_prefill(const Case& c, uint32_t seed) {
   std::vector<PrefillTile> tiles;
   plan_prefill_tiles(in.batch.positions, in.batch.seq_index, tiles);
 
-  DeviceBuffer<uint16_t> dk(in.k.size()), dv(in.v.size()), dq(in.q.bits.size()), dout(want.size());
-  dk.upload(in.k);
-  dv.upload(in.v);
+  testing::DeviceKv dk(in.k), dv(in.v);
+  DeviceBuffer<uint16_t> dq(in.q.bits.size()), dout(want.size());
   dq.upload(in.q.bits);
   DeviceBuffer<int32_t> dtable(in.table.size());
   dtable.upload(in.table);
   DeviceBuffer<PrefillTile> dtiles(tiles.size());
   dtiles.upload(tiles);
   testing::poison(dout);
-  KvCacheView cache{reinterpret_cast<__half*>(dk.data()), reinterpret_cast<__half*>(dv.data()), in.n_blocks,
-                    c.n_head_kv, c.head_dim, c.bf16};
+  const KvCacheView cache = testing::view_of(dk, dv, in.n_blocks, c.n_head_kv, c.head_dim, c.type);
   prefill_attention(cache, testing::as_bf16(dq), dtiles.data(), static_cast<int64_t>(tiles.size()), dtable.data(),
                     in.max_blocks, in.n_head, static_cast<float>(in.scale), testing::as_bf16(dout), nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -195,7 +184,9 @@ TEST(CudaPrefillAttention, MatchesTheF64ReferenceOnShuffledPagedCaches) {
   }
   check_prefill({8, 4, 128, {{0, 600}, {1000, 200}}}, seed++);  // llama3-8b heads, a long chunked prompt
   check_prefill({1, 3, 256, {{0, 90}, {45, 40}}}, seed++);      // head_dim 256, a group of 3
-  for (int64_t head_dim : {64, 128, 256}) check_prefill({2, 4, head_dim, seqs, true}, seed++);  // BF16 caches
+  for (KvType t : {KvType::kBf16, KvType::kQ8_0}) {  // the other cache types
+    for (int64_t head_dim : {64, 128, 256}) check_prefill({2, 4, head_dim, seqs, t}, seed++);
+  }
 }
 
 TEST(CudaPrefillTiles, CoverEveryRowOnceWithinOneSequenceRun) {
