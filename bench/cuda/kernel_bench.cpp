@@ -8,8 +8,10 @@
 //   {"op":"matvec_q8", ...} the same for the int8-activation kernels
 //                          (matvec_q8.h), activations already quantized
 //   {"op":"mmq", ...}      the int8 tensor-core matmul (mmq.h) at 1-32
-//                          tokens against dequantization + cuBLAS (gemm.h)
-//                          at 16-64, the same shapes and types
+//                          tokens, its activations read directly ("mmq")
+//                          and staged ("mmq_staged"), against
+//                          dequantization + cuBLAS (gemm.h) at 16-64, the
+//                          same shapes and types
 //   {"op":"parts", ...}    the q, k and v projections of llama3-8b (4096,
 //                          1024, 1024 rows of 4096), and gate and up (14336
 //                          rows each), a launch each and as one
@@ -180,12 +182,16 @@ void bench_mmq(gguf::TensorType type, int64_t n_in, int64_t n_out, double ceilin
   };
   for (int64_t n_tok : {1, 2, 4, 8, 16, 32, 64}) {
     quantize_activations(x.as<__nv_bfloat16>(), n_tok, n_in, xq.as<void>(), nullptr);
-    if (n_tok <= kMmqMaxTokens) {  // one pass
-      report("mmq", n_tok, time_launches([&](int i) {
+    const MmqStaging staging = mmq_staging();
+    for (const MmqStaging s : {MmqStaging::never, MmqStaging::always}) {  // read directly ("mmq"), then staged
+      if (n_tok > kMmqMaxTokens) break;  // one pass only
+      set_mmq_staging(s);
+      report(s == MmqStaging::always ? "mmq_staged" : "mmq", n_tok, time_launches([&](int i) {
                mmq(type, w.as<char>() + stride * static_cast<size_t>(i % copies), xq.as<void>(), y.as<void>(),
                    OutType::bf16, n_tok, n_in, n_out, nullptr);
              }));
     }
+    set_mmq_staging(staging);
     if (n_tok < 16) continue;
     report("gemm", n_tok, time_launches([&](int i) {
              gemm.run(type, w.as<char>() + stride * static_cast<size_t>(i % copies), n_out, n_in,

@@ -31,7 +31,7 @@ constexpr size_t kAttentionWorkspaceBytes = size_t{256} << 20;
 // BF16 elements of the GEMM's dequantization scratch: a whole FFN matrix of
 // an 8B model, the output matrix in chunks.
 constexpr int64_t kGemmScratchElems = int64_t{64} << 20;
-static_assert(kQuantizedMaxRows >= kMatvecQ8MaxTokens && kQuantizedMaxRows >= kMmqMaxTokens);
+static_assert(kQuantizedMaxRows >= kMatvecQ8MaxTokens && kQuantizedMaxRows >= kMmqMaxRoutedTokens);
 constexpr size_t kUploadChunk = size_t{256} << 20;
 // Each packed weight shard starts on this boundary (the kernels need 16 bytes).
 constexpr size_t kShardAlign = 256;

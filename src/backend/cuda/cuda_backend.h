@@ -71,8 +71,8 @@ inline constexpr int64_t kGemmMinTokensBf16 = 4;
 // BF16 once for cuBLAS moves fewer bytes. Where the type has the tensor-core
 // matmul (mmq.h), it takes them as far as that is faster (mmq_range).
 inline constexpr int64_t kMatvecQ8MaxTokens = 16;
-// Rows of the int8 activations the backend keeps: the larger of the two.
-inline constexpr int64_t kQuantizedMaxRows = 32;
+// Rows of the int8 activations the backend keeps: the most either takes.
+inline constexpr int64_t kQuantizedMaxRows = 64;
 
 class CudaBackend final : public backend::Backend {
  public:

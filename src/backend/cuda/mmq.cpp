@@ -1,6 +1,7 @@
 #include "backend/cuda/mmq.h"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <climits>
 #include <cstdlib>
@@ -26,22 +27,49 @@ MmqType mmq_type(gguf::TensorType type) {
   }
 }
 
+namespace {
+
+// Parsed from an environment variable: a positive integer, or 0 when unset or not one.
+int64_t env_count(const char* name) {
+  const char* v = std::getenv(name);
+  int64_t parsed = 0;
+  if (v == nullptr || std::from_chars(v, v + std::strlen(v), parsed).ec != std::errc{} || parsed < 1) return 0;
+  return parsed;
+}
+
+std::atomic<MmqStaging> staging{[] {
+  const char* v = std::getenv("COHORT_MMQ_STAGE");
+  if (v != nullptr && std::strcmp(v, "0") == 0) return MmqStaging::never;
+  if (v != nullptr && std::strcmp(v, "1") == 0) return MmqStaging::always;
+  return MmqStaging::measured;
+}()};
+
+}  // namespace
+
+bool mmq_staged(int nt, unsigned measured) {
+  switch (staging.load(std::memory_order_relaxed)) {
+    case MmqStaging::never: return false;
+    case MmqStaging::always: return true;
+    case MmqStaging::measured: break;
+  }
+  return ((measured >> (nt - 1)) & 1u) != 0;
+}
+
 }  // namespace kernels
+
+MmqStaging mmq_staging() { return kernels::staging.load(std::memory_order_relaxed); }
+void set_mmq_staging(MmqStaging s) { kernels::staging.store(s, std::memory_order_relaxed); }
 
 static_assert(kMmqMaxTokens == kernels::kMmqMaxTokens);
 
 MmqRange mmq_range(gguf::TensorType type, int64_t n_in) {
   if (!can_mmq(type, n_in)) return {};
-  static const int64_t min_override = [] {
-    const char* v = std::getenv("COHORT_MMQ_MIN_TOKENS");
-    int64_t parsed = 0;
-    if (v == nullptr || std::from_chars(v, v + std::strlen(v), parsed).ec != std::errc{} || parsed < 1) return int64_t{0};
-    return parsed;
-  }();
+  static const int64_t min_override = kernels::env_count("COHORT_MMQ_MIN_TOKENS");
+  static const int64_t max_override = std::min(kernels::env_count("COHORT_MMQ_MAX_TOKENS"), kMmqMaxRoutedTokens);
   using gguf::TensorType;
   const bool k_quant = type == TensorType::Q4_K || type == TensorType::Q5_K || type == TensorType::Q6_K;
-  const bool q4 = type == TensorType::Q4_0 || type == TensorType::Q4_1;
-  return {min_override > 0 ? min_override : k_quant ? 5 : 9, q4 ? 16 : 32};
+  const int64_t max = type == TensorType::Q4_1 ? 16 : 32;
+  return {min_override > 0 ? min_override : k_quant ? 5 : 9, max_override > 0 ? max_override : max};
 }
 
 bool can_mmq(gguf::TensorType type, int64_t n_in) {

@@ -24,6 +24,8 @@ namespace cohort::cuda {
 
 // Tokens a pass over W.
 inline constexpr int64_t kMmqMaxTokens = 32;
+// The most tokens mmq_range() may send to mmq (in passes of kMmqMaxTokens).
+inline constexpr int64_t kMmqMaxRoutedTokens = 64;
 
 // Q8_0, Q4_0, Q4_1 with n_in a multiple of 128; Q4_K, Q5_K, Q6_K (n_in a
 // multiple of 256, as their blocks).
@@ -35,13 +37,28 @@ bool can_mmq(gguf::TensorType type, int64_t n_in);
 // (gemm.h) are. Measured on an H200 with cuda_kernel_bench and `cohort
 // bench --npl` (docs/PERFORMANCE.md): the K-quants from 5 tokens, Q8_0,
 // Q4_0 and Q4_1 (whose 2-byte-aligned blocks are loaded a word at a time)
-// from 9; cuBLAS from 33 (Q4_0, Q4_1: 17). {1, 0} (no count) where
-// !can_mmq(type, n_in). COHORT_MMQ_MIN_TOKENS overrides `min` (read once;
-// for measuring the kernels against each other in one build).
+// from 9; cuBLAS from 33 (Q4_1: 17; Q4_0 with staged activations was
+// faster than cuBLAS up to 32, Q4_1 not measured apart; at 64, two passes
+// lost to cuBLAS: Q4_K decode of 64 sequences 3,833 against 4,730 t/s).
+// {1, 0} (no count) where
+// !can_mmq(type, n_in). COHORT_MMQ_MIN_TOKENS overrides `min`, and
+// COHORT_MMQ_MAX_TOKENS `max` up to kMmqMaxRoutedTokens (read once; for
+// measuring the kernels against each other in one build).
 struct MmqRange {
   int64_t min = 1, max = 0;
 };
 MmqRange mmq_range(gguf::TensorType type, int64_t n_in);
+
+// The kernel either reads a warp's activations from device memory (L1 and
+// L2: every block reads them all) or stages each K step of them in shared
+// memory with cp.async, a step ahead of its use. `measured` stages where
+// that was faster on an H200 (cuda_kernel_bench, Q4_K and Q8_0): one token
+// tile (up to 8 tokens) and three or four, not two. COHORT_MMQ_STAGE=0 or 1
+// sets never or always (read once); set_mmq_staging() what follows (tests,
+// the kernel bench).
+enum class MmqStaging { measured, never, always };
+MmqStaging mmq_staging();
+void set_mmq_staging(MmqStaging s);
 
 // matvec_q8_parts() (matvec_q8.h) on the tensor cores: every part, all of
 // `type` and n_in, times the same xq of n_tok tokens (passes of

@@ -20,6 +20,10 @@ using MmqLauncher = void (*)(const MatvecParts& parts, const int8_t* q, const fl
 
 inline constexpr int kMmqMaxTokens = 32;
 
+// mmq.h's staging: whether a launch of nt token tiles stages its
+// activations, `measured` holding bit nt - 1 where that is faster.
+bool mmq_staged(int nt, unsigned measured);
+
 // The launcher of `type` and its step (columns n_in must be a multiple of),
 // or {nullptr, 0}.
 struct MmqType {

@@ -5,7 +5,9 @@ namespace cohort::cuda::kernels {
 
 void mmq_q4_1(const MatvecParts& parts, const int8_t* q, const float2* ds, bool f32_out, int n_tok, int64_t n_in,
             cudaStream_t stream) {
-  mmq::launch<mmq::Q4_1>(parts, q, ds, f32_out, n_tok, n_in, stream);
+  // Activations staged (mmq.h) at as Q4_0 (not measured apart):
+  // faster there in cuda_kernel_bench on an H200, 2026-12-04.
+  mmq::launch<mmq::Q4_1, 0b1111u>(parts, q, ds, f32_out, n_tok, n_in, stream);
 }
 
 }  // namespace cohort::cuda::kernels

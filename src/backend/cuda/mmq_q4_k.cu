@@ -5,7 +5,9 @@ namespace cohort::cuda::kernels {
 
 void mmq_q4_k(const MatvecParts& parts, const int8_t* q, const float2* ds, bool f32_out, int n_tok, int64_t n_in,
             cudaStream_t stream) {
-  mmq::launch<mmq::Q4_K>(parts, q, ds, f32_out, n_tok, n_in, stream);
+  // Activations staged (mmq.h) at one, three and four tiles (two: 8 warps held to 128 registers lose):
+  // faster there in cuda_kernel_bench on an H200, 2026-12-04.
+  mmq::launch<mmq::Q4_K, 0b1101u>(parts, q, ds, f32_out, n_tok, n_in, stream);
 }
 
 }  // namespace cohort::cuda::kernels

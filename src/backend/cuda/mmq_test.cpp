@@ -2,10 +2,13 @@
 // of the CPU-dequantized weights with the same quantized activations (only
 // F32 rounding differs) and with the BF16 x (adds the int8 rounding of x),
 // for every type at token counts across the tiles and passes, one matrix
-// and several parts; and its refusals.
+// and several parts; the activations read directly and staged in shared
+// memory (the same bits); and its refusals.
 #include "backend/cuda/mmq.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -65,6 +68,7 @@ void compare(const std::string& what, std::vector<float> got, const Weights& w, 
 }
 
 void check_shape(int64_t n_in, int64_t n_out, uint32_t seed) {
+  static const MmqStaging default_staging = mmq_staging();
   std::mt19937 rng(seed);
   const testing::Bf16Data x = testing::random_bf16(static_cast<size_t>(kMaxTok * n_in), rng);
   DeviceBuffer<uint16_t> dx(x.bits.size());
@@ -82,18 +86,31 @@ void check_shape(int64_t n_in, int64_t n_out, uint32_t seed) {
       const std::string what = std::string(gguf::type_name(type)) + " " + std::to_string(n_in) + "->" +
                                std::to_string(n_out) + " n_tok " + std::to_string(n_tok);
       testing::poison(xq);
-      testing::poison(y32);
-      testing::poison(y16);
       quantize_activations(testing::as_bf16(dx), n_tok, n_in, xq.data(), nullptr);
-      mmq(type, w.w.data(), xq.data(), y32.data(), OutType::f32, n_tok, n_in, n_out, nullptr);
-      mmq(type, w.w.data(), xq.data(), y16.data(), OutType::bf16, n_tok, n_in, n_out, nullptr);
-      CUDA_CHECK(cudaDeviceSynchronize());
-      const std::vector<float> got32 = y32.download();
-      if (n_tok < kMaxTok) {
-        EXPECT_TRUE(std::isnan(got32[static_cast<size_t>(n_tok * n_out)])) << what << ": wrote past n_tok";
+      std::vector<float> direct;
+      for (const MmqStaging staging : {MmqStaging::never, MmqStaging::always}) {
+        set_mmq_staging(staging);
+        testing::poison(y32);
+        testing::poison(y16);
+        mmq(type, w.w.data(), xq.data(), y32.data(), OutType::f32, n_tok, n_in, n_out, nullptr);
+        mmq(type, w.w.data(), xq.data(), y16.data(), OutType::bf16, n_tok, n_in, n_out, nullptr);
+        CUDA_CHECK(cudaDeviceSynchronize());
+        const std::vector<float> got32 = y32.download();
+        const std::string how = what + (staging == MmqStaging::always ? " staged" : " direct");
+        if (n_tok < kMaxTok) {
+          EXPECT_TRUE(std::isnan(got32[static_cast<size_t>(n_tok * n_out)])) << how << ": wrote past n_tok";
+        }
+        compare(how + " f32 out", got32, w, n_tok, kTolF32);
+        compare(how + " bf16 out", testing::bf16_values(y16.download()), w, n_tok, kTolBf16);
+        if (staging == MmqStaging::never) {
+          direct = got32;
+        } else {
+          EXPECT_TRUE(std::equal(direct.begin(), direct.end(), got32.begin(), [](float a, float b) {
+            return std::memcmp(&a, &b, sizeof a) == 0;
+          })) << how << ": not the bits of the direct reads";
+        }
       }
-      compare(what + " f32 out", got32, w, n_tok, kTolF32);
-      compare(what + " bf16 out", testing::bf16_values(y16.download()), w, n_tok, kTolBf16);
+      set_mmq_staging(default_staging);
     }
   }
 }
