@@ -9,7 +9,8 @@
 //                          (matvec_q8.h), activations already quantized
 //   {"op":"mmq", ...}      the int8 tensor-core matmul (mmq.h) at 1-32
 //                          tokens, its activations read directly ("mmq")
-//                          and staged ("mmq_staged"), against
+//                          and staged ("mmq_staged"), the BF16 matmul of
+//                          dequantized weights (mmd.h, "mmd") at 2-64, against
 //                          dequantization + cuBLAS (gemm.h) at 16-64, the
 //                          same shapes and types
 //   {"op":"parts", ...}    the q, k and v projections of llama3-8b (4096,
@@ -47,6 +48,7 @@
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/matvec.h"
 #include "backend/cuda/matvec_q8.h"
+#include "backend/cuda/mmd.h"
 #include "backend/cuda/mmq.h"
 #include "backend/cuda/prefill_attention.h"
 #include "common/error.h"
@@ -192,6 +194,12 @@ void bench_mmq(gguf::TensorType type, int64_t n_in, int64_t n_out, double ceilin
              }));
     }
     set_mmq_staging(staging);
+    if (n_tok >= 2 && can_mmd(type, n_in)) {
+      report("mmd", n_tok, time_launches([&](int i) {
+               mmd(type, w.as<char>() + stride * static_cast<size_t>(i % copies), x.as<__nv_bfloat16>(), y.as<void>(),
+                   OutType::bf16, n_tok, n_in, n_out, nullptr);
+             }));
+    }
     if (n_tok < 16) continue;
     report("gemm", n_tok, time_launches([&](int i) {
              gemm.run(type, w.as<char>() + stride * static_cast<size_t>(i % copies), n_out, n_in,

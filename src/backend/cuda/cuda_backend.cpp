@@ -13,6 +13,7 @@
 #include "backend/cuda/elementwise.h"
 #include "backend/cuda/matvec.h"
 #include "backend/cuda/matvec_q8.h"
+#include "backend/cuda/mmd.h"
 #include "backend/cuda/mmq.h"
 #include "backend/cuda/gpu_communicator.h"
 #include "common/error.h"
@@ -334,16 +335,19 @@ void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
     flush_add();
     void* out = to_host ? logits_.data() : static_cast<void*>(bf16(y, "matmul"));
     const OutType type = to_host ? OutType::f32 : OutType::bf16;
-    const bool q8 = takes_q8(w.type, x.n_rows, w.n_cols);
+    const bool dq = takes_mmd(w.type, x.n_rows, w.n_cols);
+    const bool q8 = !dq && takes_q8(w.type, x.n_rows, w.n_cols);
     const bool gemm_bf16 = w.type == TensorType::BF16 && x.n_rows >= kGemmMinTokensBf16;
-    const bool vec = !q8 && x.n_rows <= kMatvecMaxTokens && !gemm_bf16;
-    if ((q8 || vec) && !to_host) {
-      defer_matvec(w, x, out, q8);
+    const bool vec = !q8 && !dq && x.n_rows <= kMatvecMaxTokens && !gemm_bf16;
+    if ((q8 || dq || vec) && !to_host) {
+      defer_matvec(w, x, out, q8 ? MatvecKind::q8 : dq ? MatvecKind::dequantizing : MatvecKind::bf16);
     } else {
       flush_matvecs();
       if (q8) {
         q8_seen_ = true;
         matvec_q8(w.type, on_device(w), quantized(x), out, type, x.n_rows, w.n_cols, w.n_rows, stream_);
+      } else if (dq) {
+        mmd(w.type, on_device(w), bf16(x, "matmul"), out, type, x.n_rows, w.n_cols, w.n_rows, stream_);
       } else if (vec) {
         matvec(w.type, on_device(w), bf16(x, "matmul"), out, type, x.n_rows, w.n_cols, w.n_rows, stream_);
       } else {
@@ -360,19 +364,21 @@ void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
   }
 }
 
-void CudaBackend::defer_matvec(ConstTensorView w, ConstTensorView x, void* out, bool q8) {
+void CudaBackend::defer_matvec(ConstTensorView w, ConstTensorView x, void* out, MatvecKind kind) {
+  const bool q8 = kind == MatvecKind::q8;
   PendingMatvecs& m = matvecs_;
   // The F32-decoding matvec joins only parts smaller than the first (k and v
   // beside q): on an H200 at one token, BF16 gate and up took 69.4 us as one
   // launch against 61.3 as two (the several-part kernel, held to 48
   // registers, spills), while q, k and v took 19.8 against 27.2. The int8
   // matvec gains on both (gate and up: Q4_K 24.1 against 28.2 us).
-  const bool joins = m.n > 0 && m.n < kMatvecMaxParts && m.type == w.type && m.q8 == q8 && m.x == x.data &&
-                     m.n_tok == x.n_rows && m.n_in == w.n_cols && (q8 || w.n_rows < m.parts[0].n_out);
+  const bool joins = m.n > 0 && m.n < kMatvecMaxParts && m.type == w.type && m.kind == kind && m.x == x.data &&
+                     m.n_tok == x.n_rows && m.n_in == w.n_cols &&
+                     (kind != MatvecKind::bf16 || w.n_rows < m.parts[0].n_out);
   if (!joins) {
     flush_matvecs();  // before quantized() may overwrite the activations a waiting launch reads
     m.type = w.type;
-    m.q8 = q8;
+    m.kind = kind;
     m.x = x.data;
     m.n_tok = x.n_rows;
     m.n_in = w.n_cols;
@@ -389,11 +395,13 @@ void CudaBackend::flush_matvecs() {
   if (m.n == 0) return;
   const std::span<const MatvecPart> parts(m.parts.data(), m.n);
   m.n = 0;
-  if (m.q8) {
+  const auto* x = reinterpret_cast<const __nv_bfloat16*>(m.x);
+  if (m.kind == MatvecKind::q8) {
     matvec_q8_parts(m.type, parts, quantized_.data(), OutType::bf16, m.n_tok, m.n_in, stream_);
+  } else if (m.kind == MatvecKind::dequantizing) {
+    mmd_parts(m.type, parts, x, OutType::bf16, m.n_tok, m.n_in, stream_);
   } else {
-    matvec_parts(m.type, parts, reinterpret_cast<const __nv_bfloat16*>(m.x), OutType::bf16, m.n_tok, m.n_in,
-                 stream_);
+    matvec_parts(m.type, parts, x, OutType::bf16, m.n_tok, m.n_in, stream_);
   }
 }
 

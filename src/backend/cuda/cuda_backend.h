@@ -69,7 +69,9 @@ inline constexpr int64_t kGemmMinTokensBf16 = 4;
 // The quantized types take the int8-activation matvec (matvec_q8.h) up to
 // this many tokens (8 a pass over the weights): past it, dequantizing to
 // BF16 once for cuBLAS moves fewer bytes. Where the type has the tensor-core
-// matmul (mmq.h), it takes them as far as that is faster (mmq_range).
+// matmul (mmq.h), it takes them as far as that is faster (mmq_range); where
+// the BF16 matmul of dequantized weights (mmd.h) is faster still, that
+// (takes_mmd: Q4_K from 17 to 64 tokens).
 inline constexpr int64_t kMatvecQ8MaxTokens = 16;
 // Rows of the int8 activations the backend keeps: the most either takes.
 inline constexpr int64_t kQuantizedMaxRows = 64;
@@ -133,7 +135,10 @@ class CudaBackend final : public backend::Backend {
   // A decode-sized matmul into the device: joins the waiting launch if it
   // reads the same x with the same type, n_in and path (room for
   // kMatvecMaxParts), else launches that one and starts a new one.
-  void defer_matvec(backend::ConstTensorView w, backend::ConstTensorView x, void* out, bool q8);
+  // The kernels of a deferred launch: matvec_q8 (or mmq) on quantized_ (the
+  // quantization of x), mmd on x, or the matvec on x.
+  enum class MatvecKind { q8, dequantizing, bf16 };
+  void defer_matvec(backend::ConstTensorView w, backend::ConstTensorView x, void* out, MatvecKind kind);
   // Launches the waiting matvecs, if any. Every op calls it first, and so
   // does queue().
   void flush_matvecs();
@@ -186,7 +191,7 @@ class CudaBackend final : public backend::Backend {
   // Matvecs not launched yet: parts[0..n) of one launch.
   struct PendingMatvecs {
     gguf::TensorType type{};
-    bool q8 = false;          // matvec_q8 on quantized_ (the quantization of x), else matvec on x
+    MatvecKind kind = MatvecKind::bf16;
     const void* x = nullptr;  // the BF16 input
     int64_t n_tok = 0, n_in = 0;
     std::array<MatvecPart, kMatvecMaxParts> parts{};

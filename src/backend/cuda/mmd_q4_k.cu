@@ -1,0 +1,11 @@
+// The BF16 tensor-core matmul of dequantized Q4_K weights.
+#include "backend/cuda/mmd_impl.cuh"
+
+namespace cohort::cuda::kernels {
+
+void mmd_q4_k(const MatvecParts& parts, const __nv_bfloat16* x, bool f32_out, int n_tok, int64_t n_in, int k_split,
+            cudaStream_t stream) {
+  mmd::launch<mmq::Q4_K>(parts, x, f32_out, n_tok, n_in, k_split, stream);
+}
+
+}  // namespace cohort::cuda::kernels
