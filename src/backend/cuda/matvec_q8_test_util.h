@@ -1,11 +1,16 @@
-// Shared by the int8 matvec tests: quantized weights, quantized activations
-// and their F64 references, all on the host.
+// Shared by the tests of the quantized-weight kernels (matvec_q8, mmq, mmd):
+// quantized weights, quantized activations and their F64 references on the
+// host, and the check that several parts in one launch give the bits of
+// separate launches.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <span>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include <vector_types.h>
 
@@ -78,6 +83,30 @@ inline std::vector<double> reference_f64(const std::vector<float>& w, const std:
     }
   });
   return y;
+}
+
+// Parts of `rows` rows each of random `type` weights with n_in columns, as
+// one launch, `joint(parts)`, and each alone, `alone(w, y, n_out)` (both
+// writing BF16 y [n_tok, n_out]): the same bits expected. Waits for the GPU.
+template <typename Joint, typename Alone>
+void expect_parts_equal_alone(gguf::TensorType type, int64_t n_in, int64_t n_tok, std::span<const int64_t> rows,
+                              std::mt19937& rng, Joint joint, Alone alone) {
+  std::vector<DeviceBuffer<uint8_t>> w;
+  std::vector<DeviceBuffer<uint16_t>> joint_y, alone_y;
+  std::vector<MatvecPart> parts;
+  for (int64_t r : rows) {
+    const QuantWeights q = quant_weights(type, n_in, r, rng);
+    w.emplace_back(q.bytes.size()).upload(q.bytes);
+    joint_y.emplace_back(static_cast<size_t>(n_tok * r));
+    alone_y.emplace_back(static_cast<size_t>(n_tok * r));
+    parts.push_back({w.back().data(), joint_y.back().data(), r});
+  }
+  joint(std::span<const MatvecPart>(parts));
+  for (size_t p = 0; p < parts.size(); ++p) alone(w[p].data(), alone_y[p].data(), rows[p]);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  for (size_t p = 0; p < parts.size(); ++p) {
+    EXPECT_TRUE(joint_y[p].download() == alone_y[p].download()) << gguf::type_name(type) << " part " << p;
+  }
 }
 
 }  // namespace cohort::cuda::testing

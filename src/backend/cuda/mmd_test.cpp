@@ -100,31 +100,21 @@ TEST(CudaMmd, PartsEqualSeparateLaunches) {
   COHORT_REQUIRE_CUDA_DEVICE();
   std::mt19937 rng(7);
   const int64_t n_in = 512, n_tok = 21;
-  const int64_t rows[3] = {256, 24, 130};
+  const std::vector<int64_t> rows = {256, 24, 130};
   const testing::Bf16Data x = testing::random_bf16(static_cast<size_t>(n_tok * n_in), rng);
   DeviceBuffer<uint16_t> dx(x.bits.size());
   dx.upload(x.bits);
+  // Every launch here splits K as far as its steps allow (2 for Q4_K, 4
+  // for Q8_0), so the joint and the lone launches add in the same order.
   for (TensorType type : {TensorType::Q4_K, TensorType::Q8_0}) {
-    std::vector<DeviceBuffer<uint8_t>> w;
-    std::vector<DeviceBuffer<uint16_t>> joint, alone;
-    std::vector<MatvecPart> parts;
-    for (int64_t r : rows) {
-      const testing::QuantWeights q = testing::quant_weights(type, n_in, r, rng);
-      w.emplace_back(q.bytes.size()).upload(q.bytes);
-      joint.emplace_back(static_cast<size_t>(n_tok * r));
-      alone.emplace_back(static_cast<size_t>(n_tok * r));
-      parts.push_back({w.back().data(), joint.back().data(), r});
-    }
-    mmd_parts(type, parts, testing::as_bf16(dx), OutType::bf16, n_tok, n_in, nullptr);
-    for (size_t p = 0; p < parts.size(); ++p) {
-      mmd(type, w[p].data(), testing::as_bf16(dx), alone[p].data(), OutType::bf16, n_tok, n_in, rows[p], nullptr);
-    }
-    CUDA_CHECK(cudaDeviceSynchronize());
-    // Every launch here splits K as far as its steps allow (2 for Q4_K, 4
-    // for Q8_0), so the joint and the lone launches add in the same order.
-    for (size_t p = 0; p < parts.size(); ++p) {
-      EXPECT_TRUE(joint[p].download() == alone[p].download()) << gguf::type_name(type) << " part " << p;
-    }
+    testing::expect_parts_equal_alone(
+        type, n_in, n_tok, rows, rng,
+        [&](std::span<const MatvecPart> parts) {
+          mmd_parts(type, parts, testing::as_bf16(dx), OutType::bf16, n_tok, n_in, nullptr);
+        },
+        [&](const void* w, void* y, int64_t n_out) {
+          mmd(type, w, testing::as_bf16(dx), y, OutType::bf16, n_tok, n_in, n_out, nullptr);
+        });
   }
 }
 

@@ -196,37 +196,14 @@ __device__ __forceinline__ void step(const typename D::Raw (&raw)[2], const X& x
   (sub_block<D, NT, J>(raw, x, col0 + 32 * J + 8 * x.t, blk0 + J, acc, std::make_integer_sequence<int, NT>{}), ...);
 }
 
-// The K loop of a warp (steps warp, warp + kSplit, ...), activations read
-// through XLanes: the next step's weights in flight during this one's work.
-template <typename D, int NT, int kSplit>
-__device__ __forceinline__ void direct_loop(const uint8_t* const (&rows)[2], const XLanes& x, int warp, int n_steps,
-                                            float (&acc)[NT][4]) {
-  typename D::Raw cur[2];
-  int s = warp;
-  if (s < n_steps) {
-    cur[0] = D::load(rows[0], s, x.t);
-    cur[1] = D::load(rows[1], s, x.t);
-  }
-  // The first weights are in flight while the kernel before finishes (launch.cuh).
-  wait_then_launch_dependents();
-  for (; s < n_steps; s += kSplit) {
-    typename D::Raw next[2];
-    if (s + kSplit < n_steps) {
-      next[0] = D::load(rows[0], s + kSplit, x.t);
-      next[1] = D::load(rows[1], s + kSplit, x.t);
-    }
-    step<D, NT>(cur, x, s, acc, std::make_integer_sequence<int, D::kSubs>{});
-    cur[0] = next[0];
-    cur[1] = next[1];
-  }
-}
-
-// The same loop with the activations of each step staged by the warp into
-// its two buffers of `stage` with cp.async, a step ahead (the weights as in
-// direct_loop), so that their L2 latency is off the path of the mmas.
-template <typename D, int NT, int kSplit>
-__device__ __forceinline__ void staged_loop(const uint8_t* const (&rows)[2], const XLanes& x, int warp, int n_steps,
-                                            uint8_t* stage, float (&acc)[NT][4]) {
+// The K loop of a warp (steps warp, warp + kSplit, ...): the next step's
+// weights in flight during this one's work. The activations are read through
+// XLanes, or (kStaged) copied by the warp a step ahead into its two buffers
+// of `stage` with cp.async, so that their L2 latency is off the path of the
+// mmas.
+template <typename D, int NT, int kSplit, bool kStaged>
+__device__ __forceinline__ void k_loop(const uint8_t* const (&rows)[2], const XLanes& x, int warp, int n_steps,
+                                       uint8_t* stage, float (&acc)[NT][4]) {
   using Stage = XStage<D, NT>;
   const int lane = 4 * x.g + x.t;
   typename D::Raw cur[2];
@@ -235,22 +212,31 @@ __device__ __forceinline__ void staged_loop(const uint8_t* const (&rows)[2], con
     cur[0] = D::load(rows[0], s, x.t);
     cur[1] = D::load(rows[1], s, x.t);
   }
+  // The first weights are in flight while the kernel before finishes (launch.cuh).
   wait_then_launch_dependents();
-  if (s < n_steps) Stage::load(stage, x.q, x.ds, x.n_tok, x.n_in, x.nb, s, lane);
-  cp_async_commit();
+  if constexpr (kStaged) {
+    if (s < n_steps) Stage::load(stage, x.q, x.ds, x.n_tok, x.n_in, x.nb, s, lane);
+    cp_async_commit();
+  }
   for (int buf = 0; s < n_steps; s += kSplit, buf ^= 1) {
     typename D::Raw next[2];
     if (s + kSplit < n_steps) {
       next[0] = D::load(rows[0], s + kSplit, x.t);
       next[1] = D::load(rows[1], s + kSplit, x.t);
-      Stage::load(stage + (buf ^ 1) * Stage::kBytes, x.q, x.ds, x.n_tok, x.n_in, x.nb, s + kSplit, lane);
+      if constexpr (kStaged) {
+        Stage::load(stage + (buf ^ 1) * Stage::kBytes, x.q, x.ds, x.n_tok, x.n_in, x.nb, s + kSplit, lane);
+      }
     }
-    cp_async_commit();
-    cp_async_wait<1>();  // this step's copies (the next step's may still fly)
-    __syncwarp();
-    step<D, NT>(cur, XStaged<D, NT>{stage + buf * Stage::kBytes, x.g, x.t}, s, acc,
-                std::make_integer_sequence<int, D::kSubs>{});
-    __syncwarp();  // read before the next iteration refills it
+    constexpr auto kSubs = std::make_integer_sequence<int, D::kSubs>{};
+    if constexpr (kStaged) {
+      cp_async_commit();
+      cp_async_wait<1>();  // this step's copies (the next step's may still fly)
+      __syncwarp();
+      step<D, NT>(cur, XStaged<D, NT>{stage + buf * Stage::kBytes, x.g, x.t}, s, acc, kSubs);
+      __syncwarp();  // read before the next iteration refills it
+    } else {
+      step<D, NT>(cur, x, s, acc, kSubs);
+    }
     cur[0] = next[0];
     cur[1] = next[1];
   }
@@ -281,12 +267,8 @@ __global__ void __launch_bounds__(split_warps(NT) * kWarp, min_blocks(NT))
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
   }
-  if constexpr (kStaged) {
-    extern __shared__ __align__(16) uint8_t stage[];
-    staged_loop<D, NT, kSplit>(rows, x, warp, n_steps, stage + warp * 2 * XStage<D, NT>::kBytes, acc);
-  } else {
-    direct_loop<D, NT, kSplit>(rows, x, warp, n_steps, acc);
-  }
+  extern __shared__ __align__(16) uint8_t stage[];
+  k_loop<D, NT, kSplit, kStaged>(rows, x, warp, n_steps, stage + warp * 2 * XStage<D, NT>::kBytes, acc);
   // The warps' sums, added in warp order by warp 0 ([k][i][lane]: each
   // warp's stores and warp 0's loads meet 32 different banks).
   __shared__ float partial[kSplit - 1][NT * 4][kWarp];

@@ -134,31 +134,21 @@ TEST(CudaMmq, PartsEqualSeparateLaunches) {
   COHORT_REQUIRE_CUDA_DEVICE();
   std::mt19937 rng(7);
   const int64_t n_in = 512, n_tok = 21;
-  const int64_t rows[3] = {64, 24, 8};
+  const std::vector<int64_t> rows = {64, 24, 8};
   const testing::Bf16Data x = testing::random_bf16(static_cast<size_t>(n_tok * n_in), rng);
   DeviceBuffer<uint16_t> dx(x.bits.size());
   dx.upload(x.bits);
   DeviceBuffer<uint8_t> xq(q8_activation_bytes(n_tok, n_in));
   quantize_activations(testing::as_bf16(dx), n_tok, n_in, xq.data(), nullptr);
   for (TensorType type : {TensorType::Q4_K, TensorType::Q8_0}) {
-    std::vector<DeviceBuffer<uint8_t>> w;
-    std::vector<DeviceBuffer<uint16_t>> joint, alone;
-    std::vector<MatvecPart> parts;
-    for (int64_t r : rows) {
-      const testing::QuantWeights q = testing::quant_weights(type, n_in, r, rng);
-      w.emplace_back(q.bytes.size()).upload(q.bytes);
-      joint.emplace_back(static_cast<size_t>(n_tok * r));
-      alone.emplace_back(static_cast<size_t>(n_tok * r));
-      parts.push_back({w.back().data(), joint.back().data(), r});
-    }
-    mmq_parts(type, parts, xq.data(), OutType::bf16, n_tok, n_in, nullptr);
-    for (size_t p = 0; p < parts.size(); ++p) {
-      mmq(type, w[p].data(), xq.data(), alone[p].data(), OutType::bf16, n_tok, n_in, rows[p], nullptr);
-    }
-    CUDA_CHECK(cudaDeviceSynchronize());
-    for (size_t p = 0; p < parts.size(); ++p) {
-      EXPECT_TRUE(joint[p].download() == alone[p].download()) << gguf::type_name(type) << " part " << p;
-    }
+    testing::expect_parts_equal_alone(
+        type, n_in, n_tok, rows, rng,
+        [&](std::span<const MatvecPart> parts) {
+          mmq_parts(type, parts, xq.data(), OutType::bf16, n_tok, n_in, nullptr);
+        },
+        [&](const void* w, void* y, int64_t n_out) {
+          mmq(type, w, xq.data(), y, OutType::bf16, n_tok, n_in, n_out, nullptr);
+        });
   }
 }
 
