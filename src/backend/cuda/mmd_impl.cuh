@@ -8,8 +8,9 @@
 // (8 NT tokens x the step's columns, BF16) into shared memory with cp.async,
 // and every warp loads its rows' weights into registers, both a step ahead
 // (two steps ahead in registers spilled at 6-8 tiles and lost: 14336 ->
-// 4096 Q4_K at 64 tokens 62.6 -> 80.5 us). Per 32-column sub-block a thread dequantizes its 8 columns of
-// rows g and g + 8 (w = dl q + nml, F32, rounded once to BF16) into the A
+// 4096 Q4_K at 64 tokens 62.6 -> 80.5 us). Per 32-column sub-block a thread
+// dequantizes its 8 columns of rows g and g + 8 (w = dl q + nml, F32,
+// rounded once to BF16) into the A
 // fragments of two mma.m16n8k16 (columns 8t .. 8t + 3 and 8t + 4 .. 8t + 7:
 // any assignment of columns to k works as long as A and B agree), and per
 // token tile it loads token g's same 8 columns (one 16-byte load: both B
