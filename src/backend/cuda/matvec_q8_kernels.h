@@ -26,7 +26,7 @@ using MatvecQ8Launcher = void (*)(const MatvecParts& parts, const int8_t* q, con
 inline constexpr int kMatvecQ8MaxTokens = 8;
 
 // What the kernels that keep x in shared memory may use of the current
-// device (read once per device).
+// device, and its multiprocessors (mmd's cluster split): read once per device.
 struct ResidentLimits {
   int device = 0;
   int sm_count = 0;

@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/matvec_q8.h"
+#include "backend/cuda/matvec_q8_kernels.h"
 #include "backend/cuda/mmd_kernels.h"
 #include "common/error.h"
 
@@ -65,20 +65,6 @@ int mmd_split(int64_t groups, int64_t n_steps, int sms) {
   return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(want, n_steps), 1, kernels::kMmdMaxSplit));
 }
 
-namespace {
-
-// Multiprocessors of the current device, looked up once per device.
-int multiprocessors() {
-  static int cached[64] = {};
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  int& n = cached[std::clamp(device, 0, 63)];
-  if (n == 0) CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
-  return n;
-}
-
-}  // namespace
-
 void mmd_parts(gguf::TensorType type, std::span<const MatvecPart> parts, const __nv_bfloat16* x, OutType out,
                int64_t n_tok, int64_t n_in, cudaStream_t stream) {
   const kernels::MmdType t = kernels::mmd_type(type);
@@ -94,7 +80,8 @@ void mmd_parts(gguf::TensorType type, std::span<const MatvecPart> parts, const _
     const kernels::MatvecParts rows = kernels::parts_from(parts, t0, y_size);
     if (rows.n == 0) return;  // every part has n_out == 0
     const auto n = static_cast<int>(std::min(kMmdMaxTokens, n_tok - t0));
-    const int split = mmd_split(rows.groups(kernels::kMmdBlockRows), n_in / t.step_elems, multiprocessors());
+    const int split = mmd_split(rows.groups(kernels::kMmdBlockRows), n_in / t.step_elems,
+                                kernels::resident_limits().sm_count);
     t.run(rows, x + t0 * n_in, out == OutType::f32, n, n_in, split, stream);
   }
 }
