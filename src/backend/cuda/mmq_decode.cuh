@@ -122,25 +122,27 @@ using Q4_1 = Q4Blocks<sizeof(quant::BlockQ4_1), true>;
 // scale and min are unpacked from the 12 bytes after d and dmin (the
 // get_scale_min_k4 packing).
 
-// Byte i (0..11) of the scales: words y, z, w of the super-block's head.
-COHORT_DECODE uint32_t scale_byte(const uint4& head, int i) {
-  const uint32_t word = i < 4 ? head.y : i < 8 ? head.z : head.w;
-  return (word >> (8 * (i % 4))) & 0xFFu;
+// The 6-bit scales (sc) and mins (m) of a Q4_K / Q5_K super-block, a byte
+// each, four sub-blocks a word: lo holds sub-blocks 0-3 (the low six bits
+// of scale bytes 0-3 and 4-7), hi sub-blocks 4-7 (the nibbles of bytes
+// 8-11 under the top two bits of bytes 0-3 and 4-7). The head's words y, z,
+// w are scale bytes 0-3, 4-7, 8-11.
+struct KScaleBytes {
+  uint32_t sc_lo, m_lo, sc_hi, m_hi;
+};
+COHORT_DECODE KScaleBytes k_scale_bytes(const uint4& head) {
+  return {head.y & 0x3F3F3F3Fu, head.z & 0x3F3F3F3Fu, (head.w & 0x0F0F0F0Fu) | ((head.y >> 2) & 0x30303030u),
+          ((head.w >> 4) & 0x0F0F0F0Fu) | ((head.z >> 2) & 0x30303030u)};
 }
 
-// Scale and min of sub-block j (0..7) of a Q4_K / Q5_K super-block.
+// Scale and min of sub-block j (0..7) of a Q4_K / Q5_K super-block (the
+// unpacking above is shared by a step's sub-blocks once inlined).
 template <int J>
 COHORT_DECODE void k_scale_min(const uint4& head, float& dl, float& nml) {
-  uint32_t sc, m;
-  if constexpr (J < 4) {
-    sc = scale_byte(head, J) & 63u;
-    m = scale_byte(head, J + 4) & 63u;
-  } else {
-    sc = (scale_byte(head, J + 4) & 0xFu) | ((scale_byte(head, J - 4) >> 6) << 4);
-    m = (scale_byte(head, J + 4) >> 4) | ((scale_byte(head, J) >> 6) << 4);
-  }
-  dl = half_bits(head.x) * static_cast<float>(sc);
-  nml = -half_bits(head.x >> 16) * static_cast<float>(m);
+  using matvec_decode::byte_times;
+  const KScaleBytes b = k_scale_bytes(head);
+  dl = byte_times<J % 4>(J < 4 ? b.sc_lo : b.sc_hi, half_bits(head.x));
+  nml = byte_times<J % 4>(J < 4 ? b.m_lo : b.m_hi, -half_bits(head.x >> 16));
 }
 
 struct Q4_K {
