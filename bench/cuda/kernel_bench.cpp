@@ -208,6 +208,34 @@ void bench_mmq(gguf::TensorType type, int64_t n_in, int64_t n_out, double ceilin
   }
 }
 
+// mmd at each cluster split, with the clusters the device holds at once
+// for it ("resident_clusters") against the launch's ("clusters").
+void bench_mmd_split(gguf::TensorType type, int64_t n_in, int64_t n_out) {
+  const size_t w_bytes = gguf::row_bytes(type, n_in) * static_cast<size_t>(n_out);
+  const int copies = copies_for(w_bytes);
+  const size_t stride = (w_bytes + 255) / 256 * 256;
+  Bytes w(stride * static_cast<size_t>(copies));
+  CUDA_CHECK(cudaMemset(w.as<void>(), 0x3C, w.size()));
+  Bytes x(64 * static_cast<size_t>(n_in) * 2), y(64 * static_cast<size_t>(n_out) * 4);
+  CUDA_CHECK(cudaMemset(x.as<void>(), 0x3C, x.size()));
+  for (int64_t n_tok : {8, 32, 64}) {
+    for (int split = 1; split <= 8; ++split) {
+      set_mmd_split(split);
+      const double s = time_launches([&](int i) {
+        mmd(type, w.as<char>() + stride * static_cast<size_t>(i % copies), x.as<__nv_bfloat16>(), y.as<void>(),
+            OutType::bf16, n_tok, n_in, n_out, nullptr);
+      });
+      std::printf("{\"op\":\"mmd_split\",\"type\":\"%s\",\"n_in\":%lld,\"n_out\":%lld,\"n_tok\":%lld,"
+                  "\"split\":%d,\"clusters\":%lld,\"resident_clusters\":%d,\"us\":%.2f,\"gbps\":%.1f}\n",
+                  std::string(gguf::type_name(type)).c_str(), static_cast<long long>(n_in),
+                  static_cast<long long>(n_out), static_cast<long long>(n_tok), split,
+                  static_cast<long long>((n_out + 127) / 128), mmd_resident_clusters(type, n_tok, split), s * 1e6,
+                  static_cast<double>(w_bytes) / s / 1e9);
+    }
+  }
+  set_mmd_split(0);
+}
+
 // Matrices of 4096 columns with these rows (llama3-8b's q, k, v or gate,
 // up), a launch each against one launch.
 void bench_parts(const char* name, gguf::TensorType type, const std::vector<int64_t>& rows, double ceiling) {
@@ -420,6 +448,13 @@ int run() {
     bench_mmq(type, 4096, 4096, ceiling);
     bench_mmq(type, 4096, 14336, ceiling);
     bench_mmq(type, 14336, 4096, ceiling);
+  }
+  for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K}) {
+    if (!wanted("mmd_split")) break;
+    bench_mmd_split(type, 4096, 4096);
+    bench_mmd_split(type, 4096, 14336);
+    bench_mmd_split(type, 14336, 4096);
+    bench_mmd_split(type, 4096, 128256);
   }
   for (TensorType type : {TensorType::BF16, TensorType::Q8_0, TensorType::Q4_K}) {
     if (!wanted("parts")) break;

@@ -71,7 +71,7 @@ inline constexpr int64_t kGemmMinTokensBf16 = 4;
 // BF16 once for cuBLAS moves fewer bytes. Where the type has the tensor-core
 // matmul (mmq.h), it takes them as far as that is faster (mmq_range); where
 // the BF16 matmul of dequantized weights (mmd.h) is faster still, that
-// (takes_mmd: Q4_K from 17 to 64 tokens).
+// (takes_mmd: Q4_K from 9 to 64 tokens).
 inline constexpr int64_t kMatvecQ8MaxTokens = 16;
 // Rows of the int8 activations the backend keeps: the most either takes.
 inline constexpr int64_t kQuantizedMaxRows = 64;

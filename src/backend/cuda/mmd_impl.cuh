@@ -9,9 +9,9 @@
 // and every warp loads its rows' weights into registers, both a step ahead
 // (two steps ahead in registers spilled at 6-8 tiles and lost: 14336 ->
 // 4096 Q4_K at 64 tokens 62.6 -> 80.5 us). Per 32-column sub-block a thread
-// dequantizes its 8 columns of rows g and g + 8 (w = dl q + nml, F32,
-// rounded once to BF16) into the A
-// fragments of two mma.m16n8k16 (columns 8t .. 8t + 3 and 8t + 4 .. 8t + 7:
+// dequantizes its 8 columns of rows g and g + 8 (w = dl q + nml: BF16
+// pairs, or F32 rounded once; fragments()) into the A fragments of two
+// mma.m16n8k16 (columns 8t .. 8t + 3 and 8t + 4 .. 8t + 7:
 // any assignment of columns to k works as long as A and B agree), and per
 // token tile it loads token g's same 8 columns (one 16-byte load: both B
 // fragments) and issues the two mmas (F32 accumulation). No scale work is
@@ -25,6 +25,7 @@
 #include <cooperative_groups.h>
 
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include <cuda_bf16.h>
@@ -61,14 +62,20 @@ struct Stage {
   static constexpr int kRowBytes = 2 * D::kStepElems + 64;
   static constexpr int kBytes = kTokens * kRowBytes;
 
-  // Starts the copy of step s (every thread of the block takes part).
+  // Starts the copy of step s (every thread of the block takes part):
+  // thread i copies 16-byte piece i % kPieces of tokens i / kPieces,
+  // + kTokStep, ...
   static __device__ __forceinline__ void load(uint8_t* buf, const __nv_bfloat16* x, int n_tok, int n_in, int s) {
-    constexpr int kPieces = 2 * D::kStepElems / 16;
-    for (int i = static_cast<int>(threadIdx.x); i < kTokens * kPieces; i += kThreads) {
-      const int tok = i / kPieces, piece = i % kPieces;
+    constexpr int kPieces = 2 * D::kStepElems / 16, kTokStep = kThreads / kPieces;
+    static_assert(kThreads % kPieces == 0 && kTokens % kTokStep == 0, "whole pieces and tokens a pass");
+    const int piece = static_cast<int>(threadIdx.x) % kPieces, tok0 = static_cast<int>(threadIdx.x) / kPieces;
+    uint8_t* const dst = buf + tok0 * kRowBytes + 16 * piece;
+    const __nv_bfloat16* const src = x + s * D::kStepElems + 8 * piece;
+#pragma unroll
+    for (int k = 0; k < kTokens / kTokStep; ++k) {
+      const int tok = tok0 + k * kTokStep;
       const bool valid = tok < n_tok;
-      cp_async16(buf + tok * kRowBytes + 16 * piece, x + (valid ? tok : 0) * n_in + s * D::kStepElems + 8 * piece,
-                 valid);
+      cp_async16(dst + k * kTokStep * kRowBytes, src + (valid ? tok : 0) * n_in, valid);
     }
   }
 };
@@ -92,16 +99,67 @@ __device__ __forceinline__ void dequant(const mmq::Sub& r, float (&f)[8]) {
   }
 }
 
+// Two weights of a row as a BF16 pair, dl q + nml for the bytes (q, 0..31)
+// that kSel picks from w: q + 128 is exact in BF16 (a byte below 128 in
+// the significand of 2^7: one byte permute), q comes off exactly, and one
+// BF16 FMA rounds once, with dl and nml rounded to BF16 first (a relative
+// 2^-9 on a sub-block's scale, as on its weights). Three instructions a
+// pair against ten through F32.
+//
+// `exponent` is 0x43 (BF16 2^7's high byte), a kernel argument so that the
+// compiler cannot fold it: as a constant, the permute's selector went to a
+// register instead and was rebuilt before every use (two more instructions
+// a pair).
+template <uint32_t kSel>
+__device__ __forceinline__ uint32_t pair_bf16(uint32_t w, uint32_t exponent, __nv_bfloat162 dl, __nv_bfloat162 nml) {
+  const uint32_t biased = __byte_perm(w, exponent, kSel);
+  const __nv_bfloat162 q = __hsub2(*reinterpret_cast<const __nv_bfloat162*>(&biased), __floats2bfloat162_rn(128.0f, 128.0f));
+  const __nv_bfloat162 r = __hfma2(q, dl, nml);
+  return *reinterpret_cast<const uint32_t*>(&r);
+}
+
+// The A fragments of sub-block J for rows g (raw[0]) and g + 8 (raw[1]):
+// a_lo pairs columns 8t, 8t + 1 (row g, then g + 8) and 8t + 2, 8t + 3;
+// a_hi columns 8t + 4 .. 8t + 7. The types with an offset hold unsigned
+// values below 32 and take the BF16 pairs; the signed ones (Q8_0, Q6_K)
+// go through F32.
+template <typename D, int J>
+__device__ __forceinline__ void fragments(const typename D::Raw (&raw)[2], uint32_t exponent, uint32_t (&a_lo)[4],
+                                          uint32_t (&a_hi)[4]) {
+  const mmq::Sub r0 = D::template sub<J>(raw[0]), r1 = D::template sub<J>(raw[1]);
+  if constexpr (D::kMins) {
+    const __nv_bfloat162 dl0 = __float2bfloat162_rn(r0.dl), nml0 = __float2bfloat162_rn(r0.nml);
+    const __nv_bfloat162 dl1 = __float2bfloat162_rn(r1.dl), nml1 = __float2bfloat162_rn(r1.nml);
+    a_lo[0] = pair_bf16<0x4140u>(r0.w[0], exponent, dl0, nml0);
+    a_lo[1] = pair_bf16<0x4140u>(r1.w[0], exponent, dl1, nml1);
+    a_lo[2] = pair_bf16<0x4342u>(r0.w[0], exponent, dl0, nml0);
+    a_lo[3] = pair_bf16<0x4342u>(r1.w[0], exponent, dl1, nml1);
+    a_hi[0] = pair_bf16<0x4140u>(r0.w[1], exponent, dl0, nml0);
+    a_hi[1] = pair_bf16<0x4140u>(r1.w[1], exponent, dl1, nml1);
+    a_hi[2] = pair_bf16<0x4342u>(r0.w[1], exponent, dl0, nml0);
+    a_hi[3] = pair_bf16<0x4342u>(r1.w[1], exponent, dl1, nml1);
+  } else {
+    float f0[8], f1[8];
+    dequant<D::kMins>(r0, f0);
+    dequant<D::kMins>(r1, f1);
+    a_lo[0] = pack2(f0[0], f0[1]);
+    a_lo[1] = pack2(f1[0], f1[1]);
+    a_lo[2] = pack2(f0[2], f0[3]);
+    a_lo[3] = pack2(f1[2], f1[3]);
+    a_hi[0] = pack2(f0[4], f0[5]);
+    a_hi[1] = pack2(f1[4], f1[5]);
+    a_hi[2] = pack2(f0[6], f0[7]);
+    a_hi[3] = pack2(f1[6], f1[7]);
+  }
+}
+
 // acc[nt] += sub-block J of the step in `raw` (rows g and g + 8) times every
 // token tile of the staged step `buf`.
 template <typename D, int NT, int J>
-__device__ __forceinline__ void sub_block(const typename D::Raw (&raw)[2], const uint8_t* buf, int g, int t,
-                                          float (&acc)[NT][4]) {
-  float f0[8], f1[8];
-  dequant<D::kMins>(D::template sub<J>(raw[0]), f0);
-  dequant<D::kMins>(D::template sub<J>(raw[1]), f1);
-  const uint32_t a_lo[4] = {pack2(f0[0], f0[1]), pack2(f1[0], f1[1]), pack2(f0[2], f0[3]), pack2(f1[2], f1[3])};
-  const uint32_t a_hi[4] = {pack2(f0[4], f0[5]), pack2(f1[4], f1[5]), pack2(f0[6], f0[7]), pack2(f1[6], f1[7])};
+__device__ __forceinline__ void sub_block(const typename D::Raw (&raw)[2], uint32_t exponent, const uint8_t* buf,
+                                          int g, int t, float (&acc)[NT][4]) {
+  uint32_t a_lo[4], a_hi[4];
+  fragments<D, J>(raw, exponent, a_lo, a_hi);
   const uint8_t* col = buf + g * Stage<D, NT>::kRowBytes + 2 * (32 * J + 8 * t);
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
@@ -112,9 +170,9 @@ __device__ __forceinline__ void sub_block(const typename D::Raw (&raw)[2], const
 }
 
 template <typename D, int NT, int... J>
-__device__ __forceinline__ void step(const typename D::Raw (&raw)[2], const uint8_t* buf, int g, int t,
-                                     float (&acc)[NT][4], std::integer_sequence<int, J...>) {
-  (sub_block<D, NT, J>(raw, buf, g, t, acc), ...);
+__device__ __forceinline__ void step(const typename D::Raw (&raw)[2], uint32_t exponent, const uint8_t* buf, int g,
+                                     int t, float (&acc)[NT][4], std::integer_sequence<int, J...>) {
+  (sub_block<D, NT, J>(raw, exponent, buf, g, t, acc), ...);
 }
 
 // Dynamic shared memory: two staged steps, later the block's sums
@@ -131,7 +189,7 @@ constexpr int smem_bytes() {
 template <typename D, int NT, typename OutT, bool kOnePart>
 __global__ void __launch_bounds__(kThreads, 2)
     mmd_kernel(const __grid_constant__ MatvecParts parts, const __nv_bfloat16* __restrict__ x, int n_tok, int n_in,
-               int64_t row_bytes) {
+               int64_t row_bytes, uint32_t exponent) {
   using S = Stage<D, NT>;
   namespace cg = cooperative_groups;
   extern __shared__ __align__(16) uint8_t smem[];
@@ -166,7 +224,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     cp_async_commit();
     cp_async_wait<1>();  // this step's copies (the next step's may still fly)
     __syncthreads();
-    step<D, NT>(cur, smem + buf * S::kBytes, g, t, acc, std::make_integer_sequence<int, D::kSubs>{});
+    step<D, NT>(cur, exponent, smem + buf * S::kBytes, g, t, acc, std::make_integer_sequence<int, D::kSubs>{});
     __syncthreads();  // read before the next iteration refills it (and before the sums below)
     cur[0] = next[0];
     cur[1] = next[1];
@@ -194,29 +252,41 @@ __global__ void __launch_bounds__(kThreads, 2)
   cluster.sync();  // no block leaves while another reads its sums
 }
 
-template <typename D, int NT, typename OutT, bool kOnePart>
-void launch_kernel_of(const MatvecParts& parts, const __nv_bfloat16* x, int n_tok, int64_t n_in, int k_split,
-                      cudaStream_t stream) {
+// The launch configuration of mmd_kernel<D, NT, ...> (attrs: two, filled here).
+template <typename D, int NT, typename Kernel>
+cudaLaunchConfig_t config_of(Kernel* kernel, unsigned groups, int k_split, cudaStream_t stream,
+                             cudaLaunchAttribute (&attrs)[2]) {
   constexpr int kSmem = smem_bytes<D, NT>();
-  auto* kernel = mmd_kernel<D, NT, OutT, kOnePart>;
   // Set at every launch (the attribute is per device; a host call, allowed during capture).
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  cudaLaunchAttribute attrs[2] = {};
+  attrs[0] = {};
   attrs[0].id = cudaLaunchAttributeClusterDimension;
   attrs[0].val.clusterDim.x = 1;
   attrs[0].val.clusterDim.y = static_cast<unsigned>(k_split);
   attrs[0].val.clusterDim.z = 1;
+  attrs[1] = {};
   attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attrs[1].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(parts.groups(kMmdBlockRows)), static_cast<unsigned>(k_split));
+  config.gridDim = dim3(groups, static_cast<unsigned>(k_split));
   config.blockDim = kThreads;
   config.dynamicSmemBytes = kSmem;
   config.stream = stream;
   config.attrs = attrs;
   config.numAttrs = 2;
+  return config;
+}
+
+template <typename D, int NT, typename OutT, bool kOnePart>
+void launch_kernel_of(const MatvecParts& parts, const __nv_bfloat16* x, int n_tok, int64_t n_in, int k_split,
+                      cudaStream_t stream) {
+  auto* kernel = mmd_kernel<D, NT, OutT, kOnePart>;
+  cudaLaunchAttribute attrs[2];
+  const cudaLaunchConfig_t config =
+      config_of<D, NT>(kernel, static_cast<unsigned>(parts.groups(kMmdBlockRows)), k_split, stream, attrs);
   const int64_t row_bytes = n_in / D::kBlockElems * D::kBlockBytes;
-  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, parts, x, n_tok, static_cast<int>(n_in), row_bytes));
+  constexpr uint32_t kExponent = 0x43;  // pair_bf16
+  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, parts, x, n_tok, static_cast<int>(n_in), row_bytes, kExponent));
 }
 
 template <typename D, int NT, typename OutT>
@@ -240,6 +310,26 @@ void launch_out(const MatvecParts& parts, const __nv_bfloat16* x, int n_tok, int
     case 4: return launch_nt<D, 8, OutT>(parts, x, n_tok, n_in, k_split, stream);
     default: return;  // unreachable: the entry passes 1 <= n_tok <= kMmdMaxTokens (64)
   }
+}
+
+// Clusters of k_split blocks that can be resident at once for n_tok tokens
+// (the typed occupancy query of mmd_kernels.h).
+template <typename D>
+int resident_clusters(int n_tok, int k_split) {
+  int n = 0;
+  const auto query = [&](auto nt) {
+    auto* kernel = mmd_kernel<D, decltype(nt)::value, __nv_bfloat16, true>;
+    cudaLaunchAttribute attrs[2];
+    const cudaLaunchConfig_t config = config_of<D, decltype(nt)::value>(kernel, 1, k_split, nullptr, attrs);
+    CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, kernel, &config));
+  };
+  switch ((n_tok + 15) / 16) {
+    case 1: query(std::integral_constant<int, 2>{}); break;
+    case 2: query(std::integral_constant<int, 4>{}); break;
+    case 3: query(std::integral_constant<int, 6>{}); break;
+    default: query(std::integral_constant<int, 8>{}); break;
+  }
+  return n;
 }
 
 // The typed launcher (mmd_kernels.h).

@@ -22,19 +22,29 @@ inline constexpr int kMmdMaxTokens = 64;
 inline constexpr int kMmdBlockRows = 128;  // rows a block (8 warps of 16)
 inline constexpr int kMmdMaxSplit = 8;     // blocks a cluster (the portable most)
 
-// The launcher of `type` and its step (columns n_in must be a multiple of),
-// or {nullptr, 0}.
+// Clusters of k_split blocks that can be resident at once for n_tok tokens.
+using MmdClusters = int (*)(int n_tok, int k_split);
+
+// The launcher of `type`, its occupancy query and its step (columns n_in
+// must be a multiple of), or {nullptr, nullptr, 0}.
 struct MmdType {
   MmdLauncher run = nullptr;
+  MmdClusters clusters = nullptr;
   int step_elems = 0;
 };
 MmdType mmd_type(gguf::TensorType type);
 
 void mmd_q8_0(const MatvecParts&, const __nv_bfloat16*, bool, int, int64_t, int, cudaStream_t);
+int mmd_q8_0_clusters(int, int);
 void mmd_q4_0(const MatvecParts&, const __nv_bfloat16*, bool, int, int64_t, int, cudaStream_t);
+int mmd_q4_0_clusters(int, int);
 void mmd_q4_1(const MatvecParts&, const __nv_bfloat16*, bool, int, int64_t, int, cudaStream_t);
+int mmd_q4_1_clusters(int, int);
 void mmd_q4_k(const MatvecParts&, const __nv_bfloat16*, bool, int, int64_t, int, cudaStream_t);
+int mmd_q4_k_clusters(int, int);
 void mmd_q5_k(const MatvecParts&, const __nv_bfloat16*, bool, int, int64_t, int, cudaStream_t);
+int mmd_q5_k_clusters(int, int);
 void mmd_q6_k(const MatvecParts&, const __nv_bfloat16*, bool, int, int64_t, int, cudaStream_t);
+int mmd_q6_k_clusters(int, int);
 
 }  // namespace cohort::cuda::kernels

@@ -8,4 +8,6 @@ void mmd_q6_k(const MatvecParts& parts, const __nv_bfloat16* x, bool f32_out, in
   mmd::launch<mmq::Q6_K>(parts, x, f32_out, n_tok, n_in, k_split, stream);
 }
 
+int mmd_q6_k_clusters(int n_tok, int k_split) { return mmd::resident_clusters<mmq::Q6_K>(n_tok, k_split); }
+
 }  // namespace cohort::cuda::kernels

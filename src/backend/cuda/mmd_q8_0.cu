@@ -8,4 +8,6 @@ void mmd_q8_0(const MatvecParts& parts, const __nv_bfloat16* x, bool f32_out, in
   mmd::launch<mmq::Q8_0>(parts, x, f32_out, n_tok, n_in, k_split, stream);
 }
 
+int mmd_q8_0_clusters(int n_tok, int k_split) { return mmd::resident_clusters<mmq::Q8_0>(n_tok, k_split); }
+
 }  // namespace cohort::cuda::kernels
