@@ -331,28 +331,16 @@ void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
   if (to_host && y.n_rows * y.n_cols > static_cast<int64_t>(logits_.size())) {
     fail("cuda: {} x {} host outputs exceed the backend's logits buffer", y.n_rows, y.n_cols);
   }
+  if (to_host && y.n_rows * y.n_cols * 4 >= chunked_logits_bytes()) return matmul_to_host_in_chunks(w, x, y);
   if (!replaying()) {
     flush_add();
     void* out = to_host ? logits_.data() : static_cast<void*>(bf16(y, "matmul"));
-    const OutType type = to_host ? OutType::f32 : OutType::bf16;
-    const bool dq = takes_mmd(w.type, x.n_rows, w.n_cols);
-    const bool q8 = !dq && takes_q8(w.type, x.n_rows, w.n_cols);
-    const bool gemm_bf16 = w.type == TensorType::BF16 && x.n_rows >= kGemmMinTokensBf16;
-    const bool vec = !q8 && !dq && x.n_rows <= kMatvecMaxTokens && !gemm_bf16;
-    if ((q8 || dq || vec) && !to_host) {
-      defer_matvec(w, x, out, q8 ? MatvecKind::q8 : dq ? MatvecKind::dequantizing : MatvecKind::bf16);
+    const MatvecKind kind = matvec_kind(w, x);
+    if (kind != MatvecKind::none && !to_host) {
+      defer_matvec(w, x, out, kind);
     } else {
       flush_matvecs();
-      if (q8) {
-        q8_seen_ = true;
-        matvec_q8(w.type, on_device(w), quantized(x), out, type, x.n_rows, w.n_cols, w.n_rows, stream_);
-      } else if (dq) {
-        mmd(w.type, on_device(w), bf16(x, "matmul"), out, type, x.n_rows, w.n_cols, w.n_rows, stream_);
-      } else if (vec) {
-        matvec(w.type, on_device(w), bf16(x, "matmul"), out, type, x.n_rows, w.n_cols, w.n_rows, stream_);
-      } else {
-        gemm_->run(w.type, on_device(w), w.n_rows, w.n_cols, bf16(x, "matmul"), x.n_rows, out, type);
-      }
+      launch_matmul(w, x, out, to_host ? OutType::f32 : OutType::bf16);
     }
   }
   if (y.data == quantized_of_) invalidate_quantized();
@@ -362,6 +350,47 @@ void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
                                cudaMemcpyDeviceToHost, stream_));
     CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
+}
+
+CudaBackend::MatvecKind CudaBackend::matvec_kind(ConstTensorView w, ConstTensorView x) const {
+  if (takes_mmd(w.type, x.n_rows, w.n_cols)) return MatvecKind::dequantizing;
+  if (takes_q8(w.type, x.n_rows, w.n_cols)) return MatvecKind::q8;
+  const bool gemm_bf16 = w.type == TensorType::BF16 && x.n_rows >= kGemmMinTokensBf16;
+  return x.n_rows <= kMatvecMaxTokens && !gemm_bf16 ? MatvecKind::bf16 : MatvecKind::none;
+}
+
+void CudaBackend::launch_matmul(ConstTensorView w, ConstTensorView x, void* out, OutType type) {
+  switch (matvec_kind(w, x)) {
+    case MatvecKind::q8:
+      q8_seen_ = true;
+      return matvec_q8(w.type, on_device(w), quantized(x), out, type, x.n_rows, w.n_cols, w.n_rows, stream_);
+    case MatvecKind::dequantizing:
+      return mmd(w.type, on_device(w), bf16(x, "matmul"), out, type, x.n_rows, w.n_cols, w.n_rows, stream_);
+    case MatvecKind::bf16:
+      return matvec(w.type, on_device(w), bf16(x, "matmul"), out, type, x.n_rows, w.n_cols, w.n_rows, stream_);
+    case MatvecKind::none:
+      return gemm_->run(w.type, on_device(w), w.n_rows, w.n_cols, bf16(x, "matmul"), x.n_rows, out, type);
+  }
+}
+
+void CudaBackend::matmul_to_host_in_chunks(ConstTensorView w, ConstTensorView x, TensorView y) {
+  if (!replaying()) {
+    flush_add();
+    flush_matvecs();
+  }
+  graphs_.launch(stream_);  // the step's kernels before this one, if it is graphed; the rest runs eagerly
+  const int64_t chunk = logits_chunk_rows(w.n_rows);
+  const auto* base = static_cast<const uint8_t*>(on_device(w));
+  for (int64_t r0 = 0; r0 < w.n_rows; r0 += chunk) {
+    ConstTensorView part = w;
+    part.n_rows = std::min(chunk, w.n_rows - r0);
+    part.data = base + static_cast<size_t>(r0) * w.row_bytes;
+    part.device = Device::cuda;  // on_device() passes device views through
+    float* out = logits_.data() + r0 * x.n_rows;  // the chunk's [n_tok, rows], compact
+    launch_matmul(part, x, out, OutType::f32);
+    logits_copy_.after(stream_, out, x.n_rows, part.n_rows, reinterpret_cast<float*>(y.data) + r0, y.n_cols);
+  }
+  logits_copy_.wait();
 }
 
 void CudaBackend::defer_matvec(ConstTensorView w, ConstTensorView x, void* out, MatvecKind kind) {

@@ -55,6 +55,7 @@
 #include "backend/cuda/attention.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/gemm.h"
+#include "backend/cuda/logits_copy.h"
 #include "backend/cuda/matvec_parts.h"
 #include "backend/cuda/step_buffers.h"
 #include "backend/cuda/step_graphs.h"
@@ -137,8 +138,18 @@ class CudaBackend final : public backend::Backend {
   // kMatvecMaxParts), else launches that one and starts a new one.
   // The kernels of a deferred launch: matvec_q8 (or mmq) on quantized_ (the
   // quantization of x), mmd on x, or the matvec on x.
-  enum class MatvecKind { q8, dequantizing, bf16 };
+  // (none: cuBLAS, with the weights dequantized first where they are not BF16.)
+  enum class MatvecKind { q8, dequantizing, bf16, none };
   void defer_matvec(backend::ConstTensorView w, backend::ConstTensorView x, void* out, MatvecKind kind);
+  // The kernel y = x · wᵀ takes by type and tokens (matvec_q8/mmq, mmd, the
+  // matvec, or none of them: cuBLAS).
+  MatvecKind matvec_kind(backend::ConstTensorView w, backend::ConstTensorView x) const;
+  // Launches y = x · wᵀ into out now (type out_type).
+  void launch_matmul(backend::ConstTensorView w, backend::ConstTensorView x, void* out, OutType out_type);
+  // A host output of kChunkedLogitsBytes or more: the graph (if any) ends
+  // before it, and its row chunks are computed and copied out in turn
+  // (logits_copy.h).
+  void matmul_to_host_in_chunks(backend::ConstTensorView w, backend::ConstTensorView x, backend::TensorView y);
   // Launches the waiting matvecs, if any. Every op calls it first, and so
   // does queue().
   void flush_matvecs();
@@ -177,6 +188,7 @@ class CudaBackend final : public backend::Backend {
   KvType kv_type_ = KvType::kF16;
   StepBuffers step_;
   DeviceBuffer<float> logits_;          // [n_max_tok, max_out] before the copy to the host
+  LogitsCopy logits_copy_;
   DeviceBuffer<uint8_t> attention_ws_;  // split partials of attention_rows_ queries
   int64_t attention_rows_ = 0;
   std::unique_ptr<Gemm> gemm_;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "backend/cuda/cuda_test_util.h"
+#include "backend/cuda/logits_copy.h"
 #include "engine/decoder.h"
 #include "model/model.h"
 #include "model/presets.h"
@@ -190,6 +191,12 @@ TEST_P(CudaForward, MatchesTheCpuReference) {
     const std::string what = fmt::format("{} ubatch {}", name, n_ubatch);
     expect_agreement("forward ", what, ref, teacher_forced(*m, "cuda0", a, b, {}, "p2p", "f16", n_ubatch));
   }
+  // Every output matmul in chunks copied out on a second stream
+  // (logits_copy.h), decode steps graphed up to it.
+  set_chunked_logits_bytes(0);
+  const LogitRun chunked = teacher_forced(*m, "cuda0", a, b, {}, "p2p", "f16", 32);
+  set_chunked_logits_bytes(kChunkedLogitsBytes);
+  expect_agreement("forward ", name + " logits in chunks", ref, chunked);
 }
 
 // -ctk bf16 -ctv bf16 and -ctk q8_0 -ctv q8_0: the GPU's cache of that type
