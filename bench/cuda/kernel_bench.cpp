@@ -103,6 +103,23 @@ double time_launches(const std::function<void(int)>& run) {
 
 int copies_for(size_t bytes) { return static_cast<int>(std::clamp<size_t>(kRotateBytes / std::max<size_t>(bytes, 1), 2, 256)); }
 
+// Copies of one [n_out, n_in] matrix of `type` side by side, more than the
+// L2 holds, with finite scales and values; launch i reads copy i % copies.
+struct RotatedWeights {
+  RotatedWeights(gguf::TensorType type, int64_t n_in, int64_t n_out)
+      : bytes(gguf::row_bytes(type, n_in) * static_cast<size_t>(n_out)),
+        copies(copies_for(bytes)),
+        stride((bytes + 255) / 256 * 256),
+        w(stride * static_cast<size_t>(copies)) {
+    CUDA_CHECK(cudaMemset(w.as<void>(), 0x3C, w.size()));
+  }
+  const char* at(int i) const { return w.as<char>() + stride * static_cast<size_t>(i % copies); }
+  size_t bytes;
+  int copies;
+  size_t stride;
+  Bytes w;
+};
+
 double copy_ceiling() {
   const size_t n = kRotateBytes / 2;
   Bytes a(n), b(n);
@@ -114,17 +131,13 @@ double copy_ceiling() {
 }
 
 void bench_matvec(gguf::TensorType type, int64_t n_in, int64_t n_out, double ceiling) {
-  const size_t w_bytes = gguf::row_bytes(type, n_in) * static_cast<size_t>(n_out);
-  const int copies = copies_for(w_bytes);
-  const size_t stride = (w_bytes + 255) / 256 * 256;
-  Bytes w(stride * static_cast<size_t>(copies));
-  CUDA_CHECK(cudaMemset(w.as<void>(), 0x3C, w.size()));  // finite scales and values
+  const RotatedWeights rw(type, n_in, n_out);
+  const size_t w_bytes = rw.bytes;
   Bytes x(8 * static_cast<size_t>(n_in) * 2), y(8 * static_cast<size_t>(n_out) * 4);
   CUDA_CHECK(cudaMemset(x.as<void>(), 0x3C, x.size()));
   for (int64_t n_tok : {1, 8}) {
     const double s = time_launches([&](int i) {
-      matvec(type, w.as<char>() + stride * static_cast<size_t>(i % copies), x.as<__nv_bfloat16>(),
-             y.as<void>(), OutType::bf16, n_tok, n_in, n_out, nullptr);
+      matvec(type, rw.at(i), x.as<__nv_bfloat16>(), y.as<void>(), OutType::bf16, n_tok, n_in, n_out, nullptr);
     });
     const double gbps = static_cast<double>(w_bytes) / s / 1e9;
     std::printf("{\"op\":\"matvec\",\"type\":\"%s\",\"n_in\":%lld,\"n_out\":%lld,\"n_tok\":%lld,\"weight_bytes\":%zu,"
@@ -138,11 +151,8 @@ void bench_matvec(gguf::TensorType type, int64_t n_in, int64_t n_out, double cei
 // read from each block's shared copy (the kernel the forward uses) and from
 // device memory (the other kernel), in the same run.
 void bench_matvec_q8(gguf::TensorType type, int64_t n_in, int64_t n_out, double ceiling) {
-  const size_t w_bytes = gguf::row_bytes(type, n_in) * static_cast<size_t>(n_out);
-  const int copies = copies_for(w_bytes);
-  const size_t stride = (w_bytes + 255) / 256 * 256;
-  Bytes w(stride * static_cast<size_t>(copies));
-  CUDA_CHECK(cudaMemset(w.as<void>(), 0x3C, w.size()));
+  const RotatedWeights rw(type, n_in, n_out);
+  const size_t w_bytes = rw.bytes;
   Bytes x(8 * static_cast<size_t>(n_in) * 2), y(8 * static_cast<size_t>(n_out) * 4);
   Bytes xq(q8_activation_bytes(8, n_in));
   CUDA_CHECK(cudaMemset(x.as<void>(), 0x3C, x.size()));
@@ -150,7 +160,7 @@ void bench_matvec_q8(gguf::TensorType type, int64_t n_in, int64_t n_out, double 
     for (int64_t n_tok : {1, 2, 4, 6, 8}) {
       quantize_activations(x.as<__nv_bfloat16>(), n_tok, n_in, xq.as<void>(), nullptr);
       const double s = time_launches([&](int i) {
-        matvec_q8(type, w.as<char>() + stride * static_cast<size_t>(i % copies), xq.as<void>(), y.as<void>(),
+        matvec_q8(type, rw.at(i), xq.as<void>(), y.as<void>(),
                   OutType::bf16, n_tok, n_in, n_out, nullptr, source);
       });
       const double gbps = static_cast<double>(w_bytes) / s / 1e9;
@@ -166,11 +176,8 @@ void bench_matvec_q8(gguf::TensorType type, int64_t n_in, int64_t n_out, double 
 // mmq on activations quantized beforehand, and the prefill path (gemm.h:
 // dequantization to BF16, then cuBLAS) from 16 tokens: weight GB/s.
 void bench_mmq(gguf::TensorType type, int64_t n_in, int64_t n_out, double ceiling) {
-  const size_t w_bytes = gguf::row_bytes(type, n_in) * static_cast<size_t>(n_out);
-  const int copies = copies_for(w_bytes);
-  const size_t stride = (w_bytes + 255) / 256 * 256;
-  Bytes w(stride * static_cast<size_t>(copies));
-  CUDA_CHECK(cudaMemset(w.as<void>(), 0x3C, w.size()));
+  const RotatedWeights rw(type, n_in, n_out);
+  const size_t w_bytes = rw.bytes;
   Bytes x(64 * static_cast<size_t>(n_in) * 2), y(64 * static_cast<size_t>(n_out) * 4);
   Bytes xq(q8_activation_bytes(64, n_in));
   CUDA_CHECK(cudaMemset(x.as<void>(), 0x3C, x.size()));
@@ -189,20 +196,20 @@ void bench_mmq(gguf::TensorType type, int64_t n_in, int64_t n_out, double ceilin
       if (n_tok > kMmqMaxTokens) break;  // one pass only
       set_mmq_staging(s);
       report(s == MmqStaging::always ? "mmq_staged" : "mmq", n_tok, time_launches([&](int i) {
-               mmq(type, w.as<char>() + stride * static_cast<size_t>(i % copies), xq.as<void>(), y.as<void>(),
+               mmq(type, rw.at(i), xq.as<void>(), y.as<void>(),
                    OutType::bf16, n_tok, n_in, n_out, nullptr);
              }));
     }
     set_mmq_staging(staging);
     if (n_tok >= 2 && can_mmd(type, n_in)) {
       report("mmd", n_tok, time_launches([&](int i) {
-               mmd(type, w.as<char>() + stride * static_cast<size_t>(i % copies), x.as<__nv_bfloat16>(), y.as<void>(),
+               mmd(type, rw.at(i), x.as<__nv_bfloat16>(), y.as<void>(),
                    OutType::bf16, n_tok, n_in, n_out, nullptr);
              }));
     }
     if (n_tok < 16) continue;
     report("gemm", n_tok, time_launches([&](int i) {
-             gemm.run(type, w.as<char>() + stride * static_cast<size_t>(i % copies), n_out, n_in,
+             gemm.run(type, rw.at(i), n_out, n_in,
                       x.as<__nv_bfloat16>(), n_tok, y.as<void>(), OutType::bf16);
            }));
   }
@@ -211,18 +218,15 @@ void bench_mmq(gguf::TensorType type, int64_t n_in, int64_t n_out, double ceilin
 // mmd at each cluster split, with the clusters the device holds at once
 // for it ("resident_clusters") against the launch's ("clusters").
 void bench_mmd_split(gguf::TensorType type, int64_t n_in, int64_t n_out) {
-  const size_t w_bytes = gguf::row_bytes(type, n_in) * static_cast<size_t>(n_out);
-  const int copies = copies_for(w_bytes);
-  const size_t stride = (w_bytes + 255) / 256 * 256;
-  Bytes w(stride * static_cast<size_t>(copies));
-  CUDA_CHECK(cudaMemset(w.as<void>(), 0x3C, w.size()));
+  const RotatedWeights rw(type, n_in, n_out);
+  const size_t w_bytes = rw.bytes;
   Bytes x(64 * static_cast<size_t>(n_in) * 2), y(64 * static_cast<size_t>(n_out) * 4);
   CUDA_CHECK(cudaMemset(x.as<void>(), 0x3C, x.size()));
   for (int64_t n_tok : {8, 32, 64}) {
     for (int split = 1; split <= 8; ++split) {
       set_mmd_split(split);
       const double s = time_launches([&](int i) {
-        mmd(type, w.as<char>() + stride * static_cast<size_t>(i % copies), x.as<__nv_bfloat16>(), y.as<void>(),
+        mmd(type, rw.at(i), x.as<__nv_bfloat16>(), y.as<void>(),
             OutType::bf16, n_tok, n_in, n_out, nullptr);
       });
       std::printf("{\"op\":\"mmd_split\",\"type\":\"%s\",\"n_in\":%lld,\"n_out\":%lld,\"n_tok\":%lld,"
