@@ -81,12 +81,14 @@ bool CohortPolicy::plan_prefill(PlanBuilder& step) {
   const auto is_member = [](const Request* r) {
     return r->state == RequestState::kPrefill || r->state == RequestState::kReady;
   };
+  // Requests that arrived while the step finishing the first member's
+  // prompt ran are admitted before the seal: the seal takes effect at the
+  // first plan that finds a member READY, after its admission.
   const auto active = step.active();
-  if (std::any_of(active.begin(), active.end(),
-                  [](const Request* r) { return r->state == RequestState::kReady; })) {
-    sealed_ = true;
-  }
+  const bool any_ready = std::any_of(active.begin(), active.end(),
+                                     [](const Request* r) { return r->state == RequestState::kReady; });
   if (!sealed_) step.admit();
+  if (any_ready) sealed_ = true;
   members_.clear();
   int n_members = 0;
   for (const Request* r : step.active()) {
@@ -110,7 +112,10 @@ bool CohortPolicy::plan_prefill(PlanBuilder& step) {
     const int n = shares_[i] > 0 ? step.prefill(*members_[i], shares_[i]) : 0;
     if (n < demand_[i]) completes_all = false;
   }
-  if (completes_all) open_barrier(step);
+  // Only a sealed cohort opens the barrier: when every prompt finishes in the
+  // step being planned, the next plan admits the arrivals of that step (or
+  // opens the barrier with no rows).
+  if (completes_all && sealed_) open_barrier(step);
   step.set_phase(Phase::kPrefill);
   step.note({n_members, sealed_ ? n_blocked(step) : 0});
   return true;

@@ -9,19 +9,22 @@
 //   - Formation: entering PP admits queued requests FIFO while a slot is
 //     free and the KV cache has room (PlanBuilder::admit).
 //   - Open, then sealed: while no member is READY, every PP step first admits
-//     new arrivals the same way. Once a member is READY (its prompt is done)
-//     the cohort is sealed until the phase ends; later arrivals wait for the
-//     next cohort, so staggered arrivals cannot hold a cohort open.
+//     new arrivals the same way. The first plan that finds a member READY
+//     (its prompt is done) admits once more, the requests that arrived while
+//     the step that finished it ran, and seals the cohort until the phase
+//     ends; later arrivals wait for the next cohort, so staggered arrivals
+//     cannot hold a cohort open.
 //   - Sharing: the -b capacity of each step is split among the PREFILL
 //     members by fair_shares() (cohort) or given whole to the earliest
 //     PREFILL member (serial).
 //   - A member whose last chunk runs keeps its final logits (keep_logits)
 //     and waits READY; nothing is sampled for it.
-//   - Barrier: when the chunks of a step complete every PREFILL member, the
-//     first tokens of all members are sampled after that step (first_tokens)
-//     and the phase turns to TG. If no member is PREFILL at planning time
-//     (the last prefilling member was cancelled), a step without rows does
-//     only that.
+//   - Barrier: when the cohort is sealed and the chunks of a step complete
+//     every PREFILL member, the first tokens of all members are sampled after
+//     that step (first_tokens) and the phase turns to TG. If no member is
+//     PREFILL at planning time (every prompt finished in the step before the
+//     seal and no one joined, or the last prefilling member was cancelled),
+//     a step without rows does only that.
 // TG phase
 //   - One decode row per member, each step. Queued requests wait, even with
 //     a slot free. When no member is left, the phase ends (idle, then the

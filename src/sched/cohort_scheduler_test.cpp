@@ -73,6 +73,41 @@ TEST(CohortScheduler, ArrivalDuringDecodeWaitsForThePhaseToEnd) {
   }
 }
 
+// Requests sent together reach the server a little apart: one that arrives
+// while the step finishing the first prompts runs still joins their cohort;
+// one that arrives after that step waits for the next.
+TEST(CohortScheduler, ArrivalsDuringTheStepThatFinishesThePromptsJoinTheCohort) {
+  Simulation sim(sim_options(PolicyKind::kCohort, 4, 64),
+                 {{.tick = 0, .n_prompt = 10, .max_new = 6},
+                  {.tick = 0, .n_prompt = 10, .max_new = 6},
+                  {.tick = 1, .n_prompt = 12, .max_new = 6},
+                  {.tick = 2, .n_prompt = 12, .max_new = 6}});
+  ASSERT_EQ(sim.run(), "");
+  const Life& a = sim.life(0);
+  const Life& c = sim.life(2);
+  const Life& d = sim.life(3);
+  EXPECT_EQ(a.pp_steps, (std::vector<int64_t>{0}));
+  EXPECT_EQ(c.admit_step, 1);
+  EXPECT_EQ(c.pp_steps, (std::vector<int64_t>{1}));
+  EXPECT_EQ(a.first_token_step, 1);  // A waited READY for C
+  EXPECT_EQ(c.first_token_step, 1);
+  EXPECT_EQ(sim.life(1).tg_steps, c.tg_steps);
+  EXPECT_EQ(a.tg_steps, c.tg_steps);
+  EXPECT_GT(d.admit_step, c.tg_steps.back());  // sealed at step 1
+}
+
+// A lone short prompt: the step after its only chunk opens the barrier
+// without rows.
+TEST(CohortScheduler, APromptFinishedInOneStepOpensTheBarrierAStepLater) {
+  Simulation sim(sim_options(PolicyKind::kCohort, 2, 64), {{.tick = 0, .n_prompt = 10, .max_new = 3}});
+  ASSERT_EQ(sim.run(), "");
+  ASSERT_GE(sim.plans().size(), 2u);
+  EXPECT_TRUE(sim.plans()[1].rows.empty());
+  ASSERT_EQ(sim.plans()[1].first_tokens.size(), 1u);
+  EXPECT_EQ(sim.life(0).first_token_step, 1);
+  EXPECT_EQ(sim.life(0).tg_steps, (std::vector<int64_t>{2, 3}));
+}
+
 TEST(CohortScheduler, BlockedRequestsAreCountedDuringDecode) {
   Simulation sim(sim_options(PolicyKind::kCohort, 4, 64),
                  {{.tick = 0, .n_prompt = 10, .max_new = 20},
@@ -137,10 +172,10 @@ TEST(CohortScheduler, CancellingADecodingMemberLeavesTheOthersDecoding) {
   Simulation sim(sim_options(PolicyKind::kCohort, 3, 64),
                  {{.tick = 0, .n_prompt = 10, .max_new = 10, .cancel_tick = 4},
                   {.tick = 0, .n_prompt = 10, .max_new = 10},
-                  {.tick = 1, .n_prompt = 10, .max_new = 2, .cancel_tick = 2}});
+                  {.tick = 2, .n_prompt = 10, .max_new = 2, .cancel_tick = 3}});
   ASSERT_EQ(sim.run(), "");
   EXPECT_EQ(sim.life(0).reason, EndReason::kCancelled);
-  EXPECT_EQ(sim.life(0).n_generated, 4);
+  EXPECT_EQ(sim.life(0).n_generated, 3);  // first tokens at step 1 (the barrier), then steps 2 and 3
   EXPECT_EQ(sim.life(1).reason, EndReason::kLength);
   EXPECT_EQ(sim.life(2).reason, EndReason::kCancelled);  // cancelled while queued
   EXPECT_EQ(sim.life(2).admit_step, -1);
@@ -153,14 +188,15 @@ TEST(CohortScheduler, TgQuantumParksDecodersForTheNextPromptWithoutMixing) {
   ASSERT_EQ(sim.run(), "");
   const Life& a = sim.life(0);
   const Life& b = sim.life(1);
-  EXPECT_EQ(a.first_token_step, 0);
-  EXPECT_EQ(b.admit_step, 5);                      // after 4 TG steps (1..4)
-  EXPECT_EQ(b.pp_steps, (std::vector<int64_t>{5, 6}));
-  EXPECT_EQ(sim.plans()[5].parked.size(), 1u);
-  EXPECT_EQ(sim.plans()[6].unparked.size(), 1u);   // the barrier unparks A
-  EXPECT_FALSE(std::count(a.tg_steps.begin(), a.tg_steps.end(), 5));
-  EXPECT_TRUE(has_row_of(sim.plans()[7], a.id, RowKind::kDecode));
-  EXPECT_TRUE(has_row_of(sim.plans()[7], b.id, RowKind::kDecode));
+  // A's prompt finishes at step 0; the barrier (no rows) is step 1.
+  EXPECT_EQ(a.first_token_step, 1);
+  EXPECT_EQ(b.admit_step, 6);                      // after 4 TG steps (2..5)
+  EXPECT_EQ(b.pp_steps, (std::vector<int64_t>{6, 7}));
+  EXPECT_EQ(sim.plans()[6].parked.size(), 1u);
+  EXPECT_EQ(sim.plans()[8].unparked.size(), 1u);   // the barrier unparks A, a step after B's last chunk
+  for (int64_t step : {6, 7, 8}) EXPECT_FALSE(std::count(a.tg_steps.begin(), a.tg_steps.end(), step));
+  EXPECT_TRUE(has_row_of(sim.plans()[9], a.id, RowKind::kDecode));
+  EXPECT_TRUE(has_row_of(sim.plans()[9], b.id, RowKind::kDecode));
   EXPECT_EQ(a.n_generated, 30);
 }
 

@@ -10,8 +10,10 @@
 // any request prefills or waits READY; first tokens only when they complete
 // the whole cohort (every PREFILL member's last chunk is in this step, and
 // every member samples); admission only into an open cohort (no member
-// READY; a decoding request only if parked, or parked or unparked by this
-// plan). serial: at most one prompt row.
+// READY but those whose last chunk was in the previous step `prev`: the
+// plan that first finds a member READY still admits; a decoding request
+// only if parked, or parked or unparked by this plan). serial: at most one
+// prompt row.
 // mixed, no-cont: READY is never used (no kept logits, a last chunk samples
 // at once), nothing is parked. mixed: decode rows come first. no-cont: no
 // prompt row while a request decodes.
@@ -49,7 +51,14 @@ inline std::string check_rows(const BatchPlan& plan, const Scheduler& s) {
   return "";
 }
 
-inline std::string check_cohort(const BatchPlan& plan, const Scheduler& s) {
+// Whether r finished its prompt in the step of `prev` (the plan before).
+inline bool ready_since(const BatchPlan* prev, const Request& r) {
+  if (prev == nullptr) return false;
+  const PlanRow* row = prev->row_of(r.slot);
+  return row != nullptr && row->id == r.id && row->kind == RowKind::kPrompt && row->last_chunk;
+}
+
+inline std::string check_cohort(const BatchPlan& plan, const Scheduler& s, const BatchPlan* prev) {
   const bool pp = plan.has_kind(RowKind::kPrompt);
   const bool tg = plan.has_kind(RowKind::kDecode);
   if (pp && tg) return "a step mixes PP and TG";
@@ -69,7 +78,7 @@ inline std::string check_cohort(const BatchPlan& plan, const Scheduler& s) {
       }
     }
     if (!admitted.empty() && !admitted.count(r->id)) {
-      if (r->state == RequestState::kReady) return "admission into a sealed cohort";
+      if (r->state == RequestState::kReady && !ready_since(prev, *r)) return "admission into a sealed cohort";
       // Parked before or by this plan; its barrier may have unparked it already
       // (it decodes from the next step).
       const bool held = r->parked || parked.count(r->id);
@@ -108,11 +117,12 @@ inline std::string check_continuous(const BatchPlan& plan, const Scheduler& s) {
 }
 
 // "" or the first rule the plan breaks.
-inline std::string check_plan(const BatchPlan& plan, const Scheduler& s) {
+// prev: the plan of the step before (nullptr for the first).
+inline std::string check_plan(const BatchPlan& plan, const Scheduler& s, const BatchPlan* prev) {
   if (std::string e = check_rows(plan, s); !e.empty()) return e;
   switch (s.policy()) {
     case PolicyKind::kCohort:
-    case PolicyKind::kSerial: return check_cohort(plan, s);
+    case PolicyKind::kSerial: return check_cohort(plan, s, prev);
     case PolicyKind::kMixed:
     case PolicyKind::kNoCont: return check_continuous(plan, s);
   }

@@ -115,7 +115,7 @@ class Simulation {
     submit_due();
     const BatchPlan& plan = sched_.plan();
     ++tick_;
-    if (std::string e = check_plan(plan, sched_); !e.empty()) return e;
+    if (std::string e = check_plan(plan, sched_, plans_.empty() ? nullptr : &plans_.back()); !e.empty()) return e;
     if (std::string e = apply_endings_and_admissions(plan); !e.empty()) return e;
     if (!plan.has_work()) {
       if (!sched_.idle()) return "a plan without work while requests are pending";
