@@ -1,6 +1,7 @@
 #include "server/chat_prompt.h"
 
 #include <array>
+#include <chrono>
 #include <mutex>
 #include <string_view>
 
@@ -66,7 +67,29 @@ void warn_once(const std::string& message) {
   std::call_once(once, [&] { fmt::print(stderr, "warning: chat template: {}\n", message); });
 }
 
+// `kwargs` with today's date variables where it has none of its own.
+Json with_today(const Json& kwargs) {
+  Json vars = kwargs.is_object() ? kwargs : Json::object();
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm day{};
+  localtime_r(&now, &day);
+  const Json dates = date_variables(day);
+  for (const char* key : {"date_string", "datetime"}) {
+    if (!vars.contains(key)) vars[key] = dates[key];
+  }
+  return vars;
+}
+
 }  // namespace
+
+Json date_variables(const std::tm& day) {
+  auto format = [&day](const char* pattern) {
+    char text[64];
+    const size_t n = std::strftime(text, sizeof text, pattern, &day);
+    return std::string(text, n);
+  };
+  return {{"date_string", format("%d %b %Y")}, {"datetime", format("%b %d %Y")}};
+}
 
 Json normalize_messages(const Json& messages) {
   if (!messages.is_array()) {
@@ -93,8 +116,7 @@ std::string render_chat_prompt(const Json& normalized, const std::string& chat_t
   const std::string eos = token_text(tokenizer, tokenizer.eos());
   std::string text;
   try {
-    text = chat::render_chat(chat_template, normalized, true, bos, eos, warn_once,
-                             kwargs.is_object() ? kwargs : Json());
+    text = chat::render_chat(chat_template, normalized, true, bos, eos, warn_once, with_today(kwargs));
   } catch (const Error& e) {
     throw RequestError(400, fmt::format("the chat template refused the messages: {}", e.what()),
                        "messages");

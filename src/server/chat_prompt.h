@@ -14,12 +14,18 @@
 // parse_special, so a template's BOS appears exactly once.
 // ref: llama.cpp common/chat.cpp (apply(): "To avoid double BOS / EOS tokens").
 //
+// Every prompt gets llama-server's date variables, `date_string` ("05 Dec
+// 2026", what Llama 3.x templates read) and `datetime` ("Dec 05 2026",
+// firefunction), of the local date at rendering, unless `kwargs` sets them.
+// ref: llama.cpp common/chat.cpp (common_chat_extra_context).
+//
 // Errors are RequestError 400 naming the message field ("messages[2].role"),
 // or naming "messages" when the template itself refuses the conversation.
 // Thread safety: pure functions (the fallback warning is printed once).
 #pragma once
 
 #include <cstdint>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -31,8 +37,12 @@ namespace cohort::server {
 // The checked and normalised copy of `messages` (the request's field).
 Json normalize_messages(const Json& messages);
 
+// {"date_string": "%d %b %Y", "datetime": "%b %d %Y"} of the date `day`.
+Json date_variables(const std::tm& day);
+
 // The rendered prompt text (before tokenizing), with the BOS/EOS text
-// handling above. `kwargs`: chat_template_kwargs (an object) or null.
+// handling above. `kwargs`: the template variables (an object) or null;
+// today's date_variables are added where it lacks them.
 std::string render_chat_prompt(const Json& normalized, const std::string& chat_template,
                                const tokenizer::Tokenizer& tokenizer, const Json& kwargs);
 

@@ -225,10 +225,11 @@ std::unique_ptr<server::ServedModel> load_model(const ServeOptions& o,
   auto m = std::make_unique<server::ServedModel>(tokenizer::Tokenizer::from_gguf(md));
   m->path = o.model;
   m->chat_template = chat_template ? *chat_template : md.get_string("tokenizer.chat_template").value_or("");
-  // --reasoning off renders chat prompts with enable_thinking false (a
-  // request's chat_template_kwargs may still set it); on and auto leave the
-  // template's own default.
-  if (o.reasoning == "off") m->template_defaults["enable_thinking"] = false;
+  // Chat prompts are rendered with enable_thinking false under --reasoning
+  // off and true under on and auto, as llama-server renders them (templates
+  // such as DeepSeek-R1's close the think block unless it is true); a
+  // request's chat_template_kwargs may still set it.
+  m->template_defaults["enable_thinking"] = o.reasoning != "off";
   m->slots_endpoint = o.slots;
   m->n_slots = o.n_parallel;
   // --alias and --tags are comma lists; as llama-server, the model's id is
@@ -408,7 +409,7 @@ void register_serve(CLI::App& app) {
   cmd->add_flag("--embedding,--embeddings", o->embeddings,
                 "answer /v1/embeddings, /embedding and /embeddings (off: they answer 501)");
   cmd->add_option("--reasoning", o->reasoning,
-                  "off: chat prompts rendered with enable_thinking false (on, auto: the template's default)")
+                  "chat prompts rendered with enable_thinking false (off) or true (on, auto; the default)")
       ->check(CLI::IsMember({"on", "off", "auto"}));
   cmd->add_option("--pooling", o->pooling,
                   "embeddings: none, mean, cls or last (default: the file's pooling type, else mean)");

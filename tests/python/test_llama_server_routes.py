@@ -38,12 +38,13 @@ def test_llama_server_flags_start_the_server(cohort_bin, default_model, tmp_path
         assert _chat_prompt_tokens(url) == _n_tokens(url, CHATML_HI)
 
 
-def test_reasoning_off_renders_with_enable_thinking_false(cohort_bin, default_model, tmp_path):
+def test_reasoning_sets_enable_thinking(cohort_bin, default_model, tmp_path):
     template = tmp_path / "thinking.jinja"
     template.write_text("{% for m in messages %}{{ m['content'] }}{% endfor %}"
-                        "{% if enable_thinking is defined and not enable_thinking %}[no think]{% endif %}")
+                        "{% if enable_thinking is defined and not enable_thinking %}[no think]{% endif %}"
+                        "{% if enable_thinking is defined and enable_thinking %}[think]{% endif %}")
     conversation = [{"role": "user", "content": "Hi"}]
-    for reasoning, want in (("off", "Hi[no think]"), ("on", "Hi"), ("auto", "Hi")):
+    for reasoning, want in (("off", "Hi[no think]"), ("on", "Hi[think]"), ("auto", "Hi[think]")):
         flags = ["--chat-template-file", template, "--reasoning", reasoning]
         with serving(cohort_bin, default_model, [*SERVE_ARGS, *flags], tmp_path) as url:
             r = _apply_template(url, conversation)
@@ -51,7 +52,7 @@ def test_reasoning_off_renders_with_enable_thinking_false(cohort_bin, default_mo
             if reasoning == "off":  # a request's chat_template_kwargs still decide
                 r = requests.post(url + "/apply-template", timeout=TIMEOUT,
                                   json={"messages": conversation, "chat_template_kwargs": {"enable_thinking": True}})
-                assert r.json()["prompt"] == "Hi"
+                assert r.json()["prompt"] == "Hi[think]"
                 assert _chat_prompt_tokens(url) == _n_tokens(url, "Hi[no think]")
     r = run_cohort(cohort_bin, "serve", "-m", default_model, "--reasoning", "maybe", check=False)
     assert r.returncode != 0 and "--reasoning" in r.stderr
