@@ -33,6 +33,7 @@ class ApiRoutes : public ::testing::Test {
     auto model = std::make_unique<ServedModel>(testing::test_tokenizer());
     model->id = "fake-model";
     model->path = "/models/fake.gguf";
+    model->metrics_endpoint = true;
     auto service = std::make_unique<testing::FakeService>(std::move(reply), 64, step);
     service_ = service.get();
     model->service = std::move(service);
@@ -206,6 +207,18 @@ TEST_F(ApiRoutes, ModelsTokenizeDetokenizePropsSlotsMetrics) {
   const RawResponse metrics = get("/metrics");
   EXPECT_EQ(metrics.headers.at("content-type").rfind("text/plain", 0), 0u);
   EXPECT_NE(metrics.body.find("cohort:requests_total "), std::string::npos);
+}
+
+TEST_F(ApiRoutes, MetricsWithoutTheFlagAnswer501AsLlamaServer) {
+  TearDown();
+  start();
+  pending_->metrics_endpoint = false;
+  publish();
+  const RawResponse r = get("/metrics");
+  EXPECT_EQ(r.status, 501);
+  const Json error = Json::parse(r.body)["error"];
+  EXPECT_EQ(error["type"], "not_supported_error");
+  EXPECT_NE(error["message"].get<std::string>().find("--metrics"), std::string::npos);
 }
 
 TEST_F(ApiRoutes, StreamingClientThatDisconnectsCancelsItsRequest) {

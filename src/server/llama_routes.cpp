@@ -155,6 +155,10 @@ void slots(Exchange& exchange, const ServedModel& model) {
 }
 
 void metrics(Exchange& exchange, const ServedModel& model) {
+  if (!model.metrics_endpoint) {  // llama-server's answer, word for word
+    reply_not_supported(exchange, "This server does not support metrics endpoint. Start it with `--metrics`");
+    return;
+  }
   exchange.respond(200, format_metrics(model.service->stats()), kMetricsContentType);
 }
 

@@ -6,8 +6,8 @@
 //   llama.cpp: GET /health, POST /tokenize, POST /detokenize,
 //              POST /apply-template, POST /completion and /completions
 //              (native form, see llama_completion.h), GET /props,
-//              GET /slots (501 with --no-slots), GET /metrics (always on; llama-server needs
-//              --metrics, which `cohort serve` accepts and ignores)
+//              GET /slots (501 with --no-slots), GET /metrics (501 without
+//              --metrics, as llama-server)
 //   embeddings: POST /v1/embeddings (OpenAI), POST /embedding and /embeddings
 //              (native); 501 unless ServedModel::embeddings (--embeddings)
 //

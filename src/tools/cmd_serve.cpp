@@ -8,13 +8,13 @@
 //
 // llama-server's flags are accepted so that its command lines start cohort
 // unchanged; those that select what cohort always does are no-ops, each
-// saying so in its help: --metrics (/metrics is always on), --offline
-// (nothing is ever downloaded), --jinja/--no-jinja (see below), -fa
-// (attention is always fused), --kv-unified (one cache for every slot),
-// --context-shift (no shift: a generation that fills the context ends with
-// finish "length"), --verbose. --no-slots turns /slots off (501, as
-// llama-server). --chat-template-file / --chat-template replace the GGUF's
-// template.
+// saying so in its help: --offline (nothing is ever downloaded),
+// --jinja/--no-jinja (see below), -fa (attention is always fused),
+// --kv-unified (one cache for every slot), --context-shift (no shift: a
+// generation that fills the context ends with finish "length"), --verbose.
+// --no-slots turns /slots off, and /metrics is off unless --metrics (both
+// answer 501 when off, as llama-server). --chat-template-file /
+// --chat-template replace the GGUF's template.
 //
 // Embeddings: --embedding / --embeddings turn the embedding routes on (off,
 // they answer 501, as llama-server); --pooling none|mean|cls|last picks how
@@ -95,7 +95,7 @@ struct ServeOptions {
   int threads_http_max = 256;              // --threads-http-max
   engine::SamplingParams sampling;         // defaults for requests (--temp ...)
   int n_predict = -1;                      // -n: default max_tokens
-  bool metrics = false;                    // --metrics (accepted; /metrics is always on)
+  bool metrics = false;                    // --metrics: GET /metrics answers (else 501)
   int64_t max_tokenize = server::kDefaultMaxTokenize;  // --max-tokenize
   int max_connections = 0;                 // --max-connections (0: from the descriptor limit)
   std::vector<std::string> api_keys;       // --api-key (repeatable)
@@ -231,6 +231,7 @@ std::unique_ptr<server::ServedModel> load_model(const ServeOptions& o,
   // request's chat_template_kwargs may still set it.
   m->template_defaults["enable_thinking"] = o.reasoning != "off";
   m->slots_endpoint = o.slots;
+  m->metrics_endpoint = o.metrics;
   m->n_slots = o.n_parallel;
   // --alias and --tags are comma lists; as llama-server, the model's id is
   // the first alias in sorted order.
@@ -389,7 +390,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--threads-http-max", o->threads_http_max,
                   "more HTTP workers are started while requests wait, up to this many");
   cmd->add_option("-n,--n-predict", o->n_predict, "default max_tokens of a request (-1: no limit)");
-  cmd->add_flag("--metrics", o->metrics, "accepted for llama-server compatibility; /metrics is always on");
+  cmd->add_flag("--metrics", o->metrics, "answer GET /metrics (Prometheus text; without it, 501 as llama-server)");
   cmd->add_option("--max-connections", o->max_connections,
                   "connections open at once; more get 503 (0: the descriptor limit less 64)");
   cmd->add_option("--max-tokenize", o->max_tokenize, "the most tokens /tokenize returns and /detokenize takes");

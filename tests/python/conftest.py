@@ -75,7 +75,7 @@ def _health_status(url: str, context=None) -> int:
         return 0
 
 
-SERVE_ARGS = ["-c", "2048", "-np", "2", "-n", "16"]  # 1024 tokens per request, 16 by default
+SERVE_ARGS = ["-c", "2048", "-np", "2", "-n", "16", "--metrics"]  # 1024 tokens per request, 16 by default
 
 
 @contextlib.contextmanager

@@ -23,7 +23,7 @@ def server(cohort_bin, model, tmp_path, policy, extra=(), n_parallel=4, batch=B)
     log = open(tmp_path / f"serve-{policy}.log", "w")
     proc = subprocess.Popen([str(cohort_bin), "serve", "-m", str(model), "--port", str(port),
                              "-np", str(n_parallel), "-c", str(1024 * n_parallel), "-b", str(batch),
-                             "--phase-policy", policy,
+                             "--phase-policy", policy, "--metrics",
                              "--trace-batches", str(trace), *map(str, extra)],
                             stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
