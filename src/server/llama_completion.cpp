@@ -95,21 +95,6 @@ Json generation_settings(const NativeAnswer& a) {
           {"n_ctx", a.model.service->n_ctx()}};
 }
 
-Json native_timings(const Usage& u) {
-  const int prompt_n = u.prompt_tokens - u.cached_tokens;
-  auto per_token = [](int n, double ms) { return n > 0 ? ms / n : 0.0; };
-  auto per_second = [](int n, double ms) { return ms > 0 ? 1e3 * n / ms : 0.0; };
-  return {{"cache_n", u.cached_tokens},
-          {"prompt_n", prompt_n},
-          {"prompt_ms", u.prompt_ms},
-          {"prompt_per_token_ms", per_token(prompt_n, u.prompt_ms)},
-          {"prompt_per_second", per_second(prompt_n, u.prompt_ms)},
-          {"predicted_n", u.completion_tokens},
-          {"predicted_ms", u.generation_ms},
-          {"predicted_per_token_ms", per_token(u.completion_tokens, u.generation_ms)},
-          {"predicted_per_second", per_second(u.completion_tokens, u.generation_ms)}};
-}
-
 // A streamed chunk of `tokens`.
 Json partial_json(const NativeAnswer& a, const std::vector<GeneratedToken>& tokens) {
   std::string content;
@@ -170,7 +155,7 @@ Json final_json(const NativeAnswer& a, const std::vector<GeneratedToken>& all,
               {"stop_type", stop_type_name(end.finish)},
               {"stopping_word", end.stop_word},
               {"tokens_cached", usage.prompt_tokens + usage.completion_tokens},
-              {"timings", native_timings(usage)}};
+              {"timings", timings_json(usage)}};
   if (a.request.response.logprobs && !a.request.response.stream) {
     out["completion_probabilities"] = completion_probabilities(tok, shown, a.request.response.post_sampling_probs);
   }

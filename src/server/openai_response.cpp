@@ -55,15 +55,21 @@ Json usage_json(const Usage& u) {
 
 Json timings_json(const Usage& u) {
   const int prompt_n = u.prompt_tokens - u.cached_tokens;
+  // The first token comes from the prompt's last step: generation_ms covers
+  // the steps of the others.
+  const int gen_steps = std::max(u.completion_tokens - 1, 0);
+  auto per_token = [](int n, double ms) { return n > 0 ? ms / n : 0.0; };
   auto per_second = [](int n, double ms) { return ms > 0 ? 1e3 * n / ms : 0.0; };
   return Json{{"queue_ms", u.queue_ms},
               {"cache_n", u.cached_tokens},
               {"prompt_n", prompt_n},
               {"prompt_ms", u.prompt_ms},
+              {"prompt_per_token_ms", per_token(prompt_n, u.prompt_ms)},
               {"prompt_per_second", per_second(prompt_n, u.prompt_ms)},
               {"predicted_n", u.completion_tokens},
               {"predicted_ms", u.generation_ms},
-              {"predicted_per_second", per_second(u.completion_tokens, u.generation_ms)}};
+              {"predicted_per_token_ms", per_token(gen_steps, u.generation_ms)},
+              {"predicted_per_second", per_second(gen_steps, u.generation_ms)}};
 }
 
 Json error_json(const std::string& message, const std::string& type, const std::string& param,
@@ -179,8 +185,11 @@ Json ResponseBuilder::finish_chunk(engine::FinishReason reason, const Usage& usa
   Json j = envelope(true);
   const engine::FinishReason r = reason == engine::FinishReason::none ? engine::FinishReason::stop : reason;
   j["choices"] = Json::array({choice("", nullptr, r, true, false)});
-  if (meta_.include_usage) j["usage"] = nullptr;
-  j["timings"] = timings_json(usage);
+  if (meta_.include_usage) {
+    j["usage"] = nullptr;  // the usage chunk that follows carries the timings
+  } else {
+    j["timings"] = timings_json(usage);
+  }
   return j;
 }
 
@@ -188,6 +197,7 @@ Json ResponseBuilder::usage_chunk(const Usage& usage) const {
   Json j = envelope(true);
   j["choices"] = Json::array();
   j["usage"] = usage_json(usage);
+  j["timings"] = timings_json(usage);
   return j;
 }
 

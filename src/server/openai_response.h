@@ -61,7 +61,10 @@ std::string new_response_id(Endpoint endpoint);
 
 // "usage" from the engine's counts.
 Json usage_json(const Usage& usage);
-// llama-server's "timings" from the engine's counts.
+// llama-server's "timings" from the engine's counts (and queue_ms): the
+// generation rates are over the decode steps after the first token, which
+// comes from the prompt's last step, as llama-server's (0 for one token).
+// ref: llama.cpp tools/server/server-common.h (server_slot_stats::n_gen_steps).
 Json timings_json(const Usage& usage);
 // The usage of one response of several choices, as OpenAI counts it: the
 // prompt (and its cached part) once, as the first choice saw it, and the

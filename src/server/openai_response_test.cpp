@@ -113,6 +113,30 @@ TEST(OpenAIResponse, UsageChunkHasEmptyChoicesAndOtherChunksNullUsage) {
   EXPECT_EQ(u["usage"]["total_tokens"], 13);
 }
 
+TEST(OpenAIResponse, TimingsRideTheLastChunkAsLlamaServerSendsThem) {
+  ResponseBuilder with_usage(meta(Endpoint::chat, false, true), text_of);
+  EXPECT_FALSE(with_usage.role_chunk().contains("timings"));
+  EXPECT_FALSE(with_usage.finish_chunk(engine::FinishReason::stop, usage()).contains("timings"));
+  EXPECT_EQ(with_usage.usage_chunk(usage())["timings"]["predicted_n"], 3);
+  ResponseBuilder without(meta(Endpoint::chat), text_of);
+  EXPECT_EQ(without.finish_chunk(engine::FinishReason::stop, usage())["timings"]["predicted_n"], 3);
+}
+
+TEST(OpenAIResponse, GenerationRatesCountTheStepsAfterTheFirstToken) {
+  Usage u = usage();  // 6 prompt tokens computed, 3 generated
+  u.prompt_ms = 12;
+  u.generation_ms = 40;
+  const Json t = timings_json(u);
+  EXPECT_DOUBLE_EQ(t["prompt_per_token_ms"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(t["prompt_per_second"].get<double>(), 500.0);
+  EXPECT_DOUBLE_EQ(t["predicted_per_token_ms"].get<double>(), 20.0);
+  EXPECT_DOUBLE_EQ(t["predicted_per_second"].get<double>(), 50.0);
+  u.completion_tokens = 1;
+  u.generation_ms = 0.001;
+  EXPECT_EQ(timings_json(u)["predicted_per_token_ms"], 0.0);
+  EXPECT_EQ(timings_json(u)["predicted_per_second"], 0.0);
+}
+
 TEST(OpenAIResponse, CompletionChunksCarryText) {
   ResponseBuilder b(meta(Endpoint::completions), text_of);
   const Json d = b.delta_chunk({token('x')});
