@@ -91,6 +91,11 @@ void llama_server_metrics(std::string& out, const ServiceStats& s) {
   item("requests_deferred", "gauge", "Number of requests deferred", s.requests_queued);
   item("n_busy_slots_per_decode", "gauge", "Average number of busy slots per decoder step",
        ratio(static_cast<double>(s.n_busy_slots_total), static_cast<double>(s.n_decode_total)));
+  // No speculative decoding here: its counters stay at 0, so that what
+  // watches them sees a server that drafts nothing.
+  item("spec_decode_num_draft_tokens_total", "counter", "Number of draft tokens generated", 0);
+  item("spec_decode_num_accepted_tokens_total", "counter", "Number of draft tokens accepted", 0);
+  item("spec_decode_num_drafts_total", "counter", "Number of drafts generated", 0);
 }
 
 }  // namespace

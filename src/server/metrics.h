@@ -16,8 +16,11 @@
 // prompt_tokens_total, prompt_tokens_cached_total, prompt_seconds_total,
 // tokens_predicted_total, tokens_predicted_seconds_total, n_decode_total,
 // n_tokens_max, prompt_tokens_seconds, predicted_tokens_seconds,
-// requests_processing, requests_deferred, n_busy_slots_per_decode), so that
-// what watches a llama-server watches cohort unchanged.
+// requests_processing, requests_deferred, n_busy_slots_per_decode, and the
+// speculative-decoding counters spec_decode_num_draft_tokens_total,
+// spec_decode_num_accepted_tokens_total, spec_decode_num_drafts_total,
+// always 0 here), so that what watches a llama-server watches cohort
+// unchanged.
 //
 // ref: https://prometheus.io/docs/instrumenting/exposition_formats/
 // Thread safety: pure function.

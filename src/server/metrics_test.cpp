@@ -109,6 +109,11 @@ TEST(Metrics, LlamaServersNamesAndMeaningsBesideOurs) {
   EXPECT_EQ(e.samples.at("llamacpp:requests_processing"), 2);
   EXPECT_EQ(e.samples.at("llamacpp:requests_deferred"), 3);
   EXPECT_EQ(e.samples.at("llamacpp:n_busy_slots_per_decode"), 2.25);
+  for (const char* name : {"llamacpp:spec_decode_num_draft_tokens_total",
+                           "llamacpp:spec_decode_num_accepted_tokens_total", "llamacpp:spec_decode_num_drafts_total"}) {
+    EXPECT_EQ(e.types.at(name), "counter");
+    EXPECT_EQ(e.samples.at(name), 0);  // nothing is drafted
+  }
   // nothing timed yet: rates are 0, not NaN
   const Exposition empty = parse(format_metrics(ServiceStats{}));
   EXPECT_EQ(empty.samples.at("llamacpp:prompt_tokens_seconds"), 0);
