@@ -209,6 +209,18 @@ TEST_F(ApiRoutes, ModelsTokenizeDetokenizePropsSlotsMetrics) {
   EXPECT_NE(metrics.body.find("cohort:requests_total "), std::string::npos);
 }
 
+TEST_F(ApiRoutes, NativeSettingsShowIgnoreEosBansAsNullBiases) {
+  const RawResponse r = post("/completion", R"({"prompt": "hi", "n_predict": 2, "ignore_eos": true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json biases = Json::parse(r.body)["generation_settings"]["logit_bias"];
+  ASSERT_FALSE(biases.empty());
+  for (const Json& b : biases) EXPECT_TRUE(b["bias"].is_null()) << b;
+  EXPECT_EQ(biases[0]["token"], testing::kImEnd);
+  const RawResponse plain = post("/completion", R"({"prompt": "hi", "n_predict": 2, "logit_bias": [[97, 1.5]]})");
+  EXPECT_EQ(Json::parse(plain.body)["generation_settings"]["logit_bias"],
+            Json::parse(R"([{"bias": 1.5, "token": 97}])"));
+}
+
 TEST_F(ApiRoutes, MetricsWithoutTheFlagAnswer501AsLlamaServer) {
   TearDown();
   start();

@@ -81,6 +81,13 @@ Json token_ids(const std::vector<GeneratedToken>& tokens, bool wanted) {
   return ids;
 }
 
+// [{"bias", "token"}, ...]: -inf prints as null, as llama-server's.
+Json logit_bias_json(const std::vector<engine::TokenBias>& biases) {
+  Json out = Json::array();
+  for (const engine::TokenBias& b : biases) out.push_back({{"bias", b.bias}, {"token", b.token}});
+  return out;
+}
+
 Json generation_settings(const NativeAnswer& a) {
   const GenerationRequest& g = a.request.generation;
   const engine::SamplingParams& p = g.sampling;
@@ -92,6 +99,7 @@ Json generation_settings(const NativeAnswer& a) {
           {"frequency_penalty", p.frequency_penalty}, {"ignore_eos", g.ignore_eos},
           {"stream", a.request.response.stream}, {"n_probs", std::max(g.n_logprobs, 0)},
           {"stop", g.stop},                  {"cache_prompt", g.cache_prompt},
+          {"logit_bias", logit_bias_json(p.logit_bias)},
           {"n_ctx", a.model.service->n_ctx()}};
 }
 

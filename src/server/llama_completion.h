@@ -4,7 +4,8 @@
 //
 // Whole answer: {"index", "content", "tokens" (ids when "return_tokens"),
 // "id_slot", "stop": true, "model", "tokens_predicted", "tokens_evaluated",
-// "generation_settings" (the sampling values used), "prompt" (its text),
+// "generation_settings" (the sampling values used, logit_bias as
+// [{"bias", "token"}] with ignore_eos's -inf biases as null), "prompt" (its text),
 // "has_new_line", "truncated": false, "stop_type" ("eos", "limit", "word",
 // "none"), "stopping_word", "tokens_cached", "timings", and
 // "completion_probabilities" when n_probs > 0 (with post_sampling_probs:

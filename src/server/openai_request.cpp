@@ -139,6 +139,14 @@ std::vector<engine::TokenBias> read_logit_bias(const Json& body, const tokenizer
   return out;
 }
 
+// ignore_eos as llama-server applies it: a -inf bias on every
+// end-of-generation token, after the request's own, in id order.
+void add_eog_bans(const tokenizer::Tokenizer& tok, std::vector<engine::TokenBias>& out) {
+  std::vector<int32_t> eog(tok.vocab().eog_ids().begin(), tok.vocab().eog_ids().end());
+  std::sort(eog.begin(), eog.end());
+  for (int32_t id : eog) out.push_back({id, -std::numeric_limits<float>::infinity()});
+}
+
 void read_stream_options(const Json& body, ResponseOptions& r) {
   r.stream = read_bool(body, "stream").value_or(false);
   r.verbose = read_bool(body, "verbose").value_or(false);
@@ -175,6 +183,7 @@ ParsedRequest read_common(const Json& body, const PromptContext& ctx, Endpoint e
   g.sampling.logit_bias = read_logit_bias(body, *ctx.tokenizer);
   g.cache_prompt = read_bool(body, "cache_prompt").value_or(true);
   g.ignore_eos = read_bool(body, "ignore_eos").value_or(false);
+  if (g.ignore_eos) add_eog_bans(*ctx.tokenizer, g.sampling.logit_bias);
   return p;
 }
 

@@ -85,6 +85,22 @@ TEST_F(OpenAIRequest, CompletionFieldsReachTheGenerationRequest) {
   EXPECT_EQ(p.response.endpoint, Endpoint::completions);
 }
 
+TEST_F(OpenAIRequest, IgnoreEosBansEveryEndOfGenerationTokenAfterTheRequestsBiases) {
+  const auto& eog = tok_.vocab().eog_ids();
+  ASSERT_TRUE(eog.count(testing::kImEnd));
+  const std::vector<engine::TokenBias> banned =
+      parse(Endpoint::completions, R"({"prompt": "hi", "ignore_eos": true, "logit_bias": {"97": 1}})")
+          .generation.sampling.logit_bias;
+  ASSERT_EQ(banned.size(), 1 + eog.size());
+  EXPECT_EQ(banned[0].token, 97);
+  for (size_t i = 1; i < banned.size(); ++i) {
+    EXPECT_TRUE(eog.count(banned[i].token)) << banned[i].token;
+    EXPECT_EQ(banned[i].bias, -std::numeric_limits<float>::infinity());
+  }
+  EXPECT_TRUE(parse(Endpoint::chat, R"({"messages": [{"role": "user", "content": "hi"}], "ignore_eos": false})")
+                  .generation.sampling.logit_bias.empty());
+}
+
 TEST_F(OpenAIRequest, LogitBiasInTheFormsOfOpenAIAndLlamaServer) {
   const float ban = -std::numeric_limits<float>::infinity();
   auto biases = [&](const std::string& field) {
