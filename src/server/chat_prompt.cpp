@@ -110,17 +110,52 @@ Json normalize_messages(const Json& messages) {
   return out;
 }
 
+ChatEnding read_chat_ending(const Json& body, Json& normalized) {
+  ChatEnding ending;
+  ending.add_generation_prompt = read_bool(body, "add_generation_prompt").value_or(true);
+  bool continuing = read_bool(body, "continue_final_message").value_or(false);
+  const size_t n = normalized.size();
+  auto role = [&](size_t i) { return normalized[i]["role"].get<std::string>(); };
+  if (!body.contains("continue_final_message") && n > 0 && role(n - 1) == "assistant") {
+    if (n >= 2 && role(n - 2) == "assistant") {
+      reject_field("messages", "Cannot have 2 or more assistant messages at the end of the list.");
+    }
+    continuing = true;
+    ending.add_generation_prompt = false;
+  }
+  if (!continuing) return ending;
+  if (ending.add_generation_prompt) {
+    reject_field("continue_final_message", "Cannot set both add_generation_prompt and continue_final_message to true.");
+  }
+  const Json& last = body["messages"][n - 1];
+  if (last.contains("tool_calls") && !last["tool_calls"].is_null()) {
+    reject_field("continue_final_message", "Cannot continue an assistant message that contains tool calls.");
+  }
+  const Json& content = last["content"];
+  std::string text;
+  if (content.is_string()) {
+    text = content.get<std::string>();
+  } else if (content.is_array()) {
+    for (const Json& part : content) text += (text.empty() ? "" : "\n\n") + part["text"].get<std::string>();
+  }
+  ending.continued = std::move(text);
+  normalized.erase(n - 1);
+  return ending;
+}
+
 std::string render_chat_prompt(const Json& normalized, const std::string& chat_template,
-                               const tokenizer::Tokenizer& tokenizer, const Json& kwargs) {
+                               const tokenizer::Tokenizer& tokenizer, const Json& kwargs, const ChatEnding& ending) {
   const std::string bos = token_text(tokenizer, tokenizer.bos());
   const std::string eos = token_text(tokenizer, tokenizer.eos());
+  const bool generation_prompt = ending.add_generation_prompt || ending.continued.has_value();
   std::string text;
   try {
-    text = chat::render_chat(chat_template, normalized, true, bos, eos, warn_once, with_today(kwargs));
+    text = chat::render_chat(chat_template, normalized, generation_prompt, bos, eos, warn_once, with_today(kwargs));
   } catch (const Error& e) {
     throw RequestError(400, fmt::format("the chat template refused the messages: {}", e.what()),
                        "messages");
   }
+  if (ending.continued) text += *ending.continued;
   if (tokenizer.vocab().add_bos() && !bos.empty() && text.starts_with(bos)) text.erase(0, bos.size());
   if (tokenizer.vocab().add_eos() && !eos.empty() && text.ends_with(eos)) {
     text.erase(text.size() - eos.size());
@@ -129,8 +164,9 @@ std::string render_chat_prompt(const Json& normalized, const std::string& chat_t
 }
 
 std::vector<int32_t> chat_prompt_tokens(const Json& normalized, const std::string& chat_template,
-                                        const tokenizer::Tokenizer& tokenizer, const Json& kwargs) {
-  const std::string text = render_chat_prompt(normalized, chat_template, tokenizer, kwargs);
+                                        const tokenizer::Tokenizer& tokenizer, const Json& kwargs,
+                                        const ChatEnding& ending) {
+  const std::string text = render_chat_prompt(normalized, chat_template, tokenizer, kwargs, ending);
   try {
     return tokenizer.encode(text, true, true);
   } catch (const Error& e) {

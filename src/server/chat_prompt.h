@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <ctime>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,26 @@ namespace cohort::server {
 // The checked and normalised copy of `messages` (the request's field).
 Json normalize_messages(const Json& messages);
 
+// How the prompt ends, from the request fields add_generation_prompt
+// (default true) and continue_final_message (a boolean), as llama-server
+// reads them: a conversation that ends with an assistant message continues
+// it (its text is a prefill the model carries on from) unless
+// continue_final_message is given; continuing with add_generation_prompt
+// true, two assistant messages at the end, or continuing one that holds
+// tool_calls is a 400.
+// ref: llama.cpp tools/server/server-common.cpp (oaicompat_chat_params_parse).
+struct ChatEnding {
+  bool add_generation_prompt = true;
+  // Continuing: the final message's text (text parts joined with "\n\n", as
+  // llama-server), appended after the others are rendered with the
+  // generation prompt.
+  std::optional<std::string> continued;
+};
+
+// Reads the ending from `body`; when it continues, the final message leaves
+// `normalized` (the normalize_messages of body's "messages").
+ChatEnding read_chat_ending(const Json& body, Json& normalized);
+
 // {"date_string": "%d %b %Y", "datetime": "%b %d %Y"} of the date `day`.
 Json date_variables(const std::tm& day);
 
@@ -44,10 +65,12 @@ Json date_variables(const std::tm& day);
 // handling above. `kwargs`: the template variables (an object) or null;
 // today's date_variables are added where it lacks them.
 std::string render_chat_prompt(const Json& normalized, const std::string& chat_template,
-                               const tokenizer::Tokenizer& tokenizer, const Json& kwargs);
+                               const tokenizer::Tokenizer& tokenizer, const Json& kwargs,
+                               const ChatEnding& ending = {});
 
 // render_chat_prompt, tokenized.
 std::vector<int32_t> chat_prompt_tokens(const Json& normalized, const std::string& chat_template,
-                                        const tokenizer::Tokenizer& tokenizer, const Json& kwargs);
+                                        const tokenizer::Tokenizer& tokenizer, const Json& kwargs,
+                                        const ChatEnding& ending = {});
 
 }  // namespace cohort::server

@@ -98,8 +98,10 @@ void apply_template(Exchange& exchange, const ServedModel& model) {
   const Json* kwargs = read_object(body, "chat_template_kwargs");
   const auto messages = body.find("messages");
   if (messages == body.end() || messages->is_null()) reject_field("messages", "is required");
-  const std::string prompt = render_chat_prompt(normalize_messages(*messages), model.chat_template, model.tokenizer,
-                                                template_variables(model.template_defaults, kwargs));
+  Json normalized = normalize_messages(*messages);
+  const ChatEnding ending = read_chat_ending(body, normalized);
+  const std::string prompt = render_chat_prompt(normalized, model.chat_template, model.tokenizer,
+                                                template_variables(model.template_defaults, kwargs), ending);
   reply_json(exchange, 200, Json{{"prompt", prompt}});
 }
 

@@ -408,9 +408,10 @@ ParsedRequest parse_chat_request(std::string_view body_text, const PromptContext
   const Json* kwargs = read_object(body, "chat_template_kwargs");
   const auto messages = body.find("messages");
   if (messages == body.end() || messages->is_null()) reject_field("messages", "is required");
-  const Json normalized = normalize_messages(*messages);
+  Json normalized = normalize_messages(*messages);
+  const ChatEnding ending = read_chat_ending(body, normalized);
   p.generation.prompt = chat_prompt_tokens(normalized, ctx.chat_template, *ctx.tokenizer,
-                                           template_variables(ctx.template_defaults, kwargs));
+                                           template_variables(ctx.template_defaults, kwargs), ending);
   check_prompt_fits(p.generation.prompt, ctx, "messages");
   return p;
 }
