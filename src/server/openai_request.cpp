@@ -149,7 +149,6 @@ void add_eog_bans(const tokenizer::Tokenizer& tok, std::vector<engine::TokenBias
 
 void read_stream_options(const Json& body, ResponseOptions& r) {
   r.stream = read_bool(body, "stream").value_or(false);
-  r.verbose = read_bool(body, "verbose").value_or(false);
   const Json* so = read_object(body, "stream_options");
   if (!so) return;
   if (!r.stream) reject_field("stream_options", "is only allowed when 'stream' is true");
@@ -176,6 +175,7 @@ ParsedRequest read_common(const Json& body, const PromptContext& ctx, Endpoint e
     p.response.n_choices = static_cast<int>(*n);
   }
   read_stream_options(body, p.response);
+  p.response.verbose = read_bool(body, "verbose").value_or(ctx.verbose);
   GenerationRequest& g = p.generation;
   g.max_tokens = read_max_tokens(body, ctx.default_max_tokens);
   g.stop = read_stop(body);

@@ -68,6 +68,9 @@ struct PromptContext {
   // Template variables every chat prompt gets unless the request's
   // chat_template_kwargs set them (--reasoning off: enable_thinking false).
   Json template_defaults = Json::object();
+  // --verbose: answers carry llama-server's "__verbose" object unless the
+  // request's "verbose" field is false (as llama-server's -v).
+  bool verbose = false;
 };
 
 // The template variables of a chat prompt: `defaults`, then the request's

@@ -101,6 +101,16 @@ TEST_F(OpenAIRequest, IgnoreEosBansEveryEndOfGenerationTokenAfterTheRequestsBias
                   .generation.sampling.logit_bias.empty());
 }
 
+TEST_F(OpenAIRequest, VerboseIsTheServersDefaultUnlessTheRequestSays) {
+  const std::string chat = R"({"messages": [{"role": "user", "content": "hi"}])";
+  EXPECT_FALSE(parse(Endpoint::chat, chat + "}").response.verbose);
+  EXPECT_TRUE(parse(Endpoint::chat, chat + R"(, "verbose": true})").response.verbose);
+  ctx_.verbose = true;  // --verbose
+  EXPECT_TRUE(parse(Endpoint::chat, chat + "}").response.verbose);
+  EXPECT_TRUE(parse(Endpoint::completions, R"({"prompt": "hi"})").response.verbose);
+  EXPECT_FALSE(parse(Endpoint::chat, chat + R"(, "verbose": false})").response.verbose);
+}
+
 TEST_F(OpenAIRequest, LogitBiasInTheFormsOfOpenAIAndLlamaServer) {
   const float ban = -std::numeric_limits<float>::infinity();
   auto biases = [&](const std::string& field) {

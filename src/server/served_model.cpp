@@ -11,6 +11,7 @@ PromptContext ServedModel::prompt_context() const {
   ctx.default_max_tokens = default_max_tokens;
   ctx.max_choices = n_slots;
   ctx.template_defaults = template_defaults;
+  ctx.verbose = verbose;
   return ctx;
 }
 

@@ -48,6 +48,7 @@ struct ServedModel {
   int64_t max_tokenize = kDefaultMaxTokenize;  // --max-tokenize: /tokenize's and /detokenize's most tokens
   bool slots_endpoint = true;       // --no-slots: GET /slots answers 501
   bool metrics_endpoint = false;    // --metrics: GET /metrics answers (else 501)
+  bool verbose = false;             // --verbose: PromptContext::verbose
   int n_slots = 1;                  // -np: the most choices (n) of one request
   bool embeddings = false;          // --embeddings: the embedding routes answer (else 501)
   engine::Pooling pooling = engine::Pooling::mean;  // --pooling, or the file's <arch>.pooling_type

@@ -11,7 +11,9 @@
 // saying so in its help: --offline (nothing is ever downloaded),
 // --jinja/--no-jinja (see below), -fa (attention is always fused),
 // --kv-unified (one cache for every slot), --context-shift (no shift: a
-// generation that fills the context ends with finish "length"), --verbose.
+// generation that fills the context ends with finish "length").
+// --verbose makes answers carry llama-server's __verbose object (its
+// logging is not copied).
 // --no-slots turns /slots off, and /metrics is off unless --metrics (both
 // answer 501 when off, as llama-server). --chat-template-file /
 // --chat-template replace the GGUF's template.
@@ -111,7 +113,8 @@ struct ServeOptions {
   std::string pooling;                     // --pooling none|mean|cls|last ("": the file's, else mean)
   std::string reasoning = "auto";          // --reasoning on|off|auto
   // Accepted for llama-server's command lines; they change nothing (see the top).
-  bool offline = false, jinja = true, kv_unified = false, context_shift = false, verbose = false;
+  bool offline = false, jinja = true, kv_unified = false, context_shift = false;
+  bool verbose = false;                    // -v: answers carry __verbose
   std::string flash_attn;                  // -fa on|off|auto
 };
 
@@ -232,6 +235,7 @@ std::unique_ptr<server::ServedModel> load_model(const ServeOptions& o,
   m->template_defaults["enable_thinking"] = o.reasoning != "off";
   m->slots_endpoint = o.slots;
   m->metrics_endpoint = o.metrics;
+  m->verbose = o.verbose;
   m->n_slots = o.n_parallel;
   // --alias and --tags are comma lists; as llama-server, the model's id is
   // the first alias in sorted order.
@@ -433,7 +437,8 @@ void register_serve(CLI::App& app) {
   cmd->add_flag("--context-shift,!--no-context-shift", o->context_shift,
                 "accepted for llama-server compatibility; the context never shifts: a generation that fills it "
                 "ends with finish_reason \"length\"");
-  cmd->add_flag("-v,--verbose", o->verbose, "accepted for llama-server compatibility; logging is unchanged");
+  cmd->add_flag("-v,--verbose", o->verbose,
+                "answers carry llama-server's __verbose object (the prompt as sent...); logging is unchanged");
   add_sampling_flags(cmd, o->sampling);
   cmd->callback([o] { serve(*o); });
 }

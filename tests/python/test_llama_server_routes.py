@@ -307,6 +307,29 @@ def test_verbose_answers_carry_the_prompt_as_llama_server_does(cohort_server):
         assert v["tokens_predicted"] == out["usage"]["completion_tokens"] == 2 and v["stop_type"] == "limit"
 
 
+def test_verbose_flag_makes_every_answer_verbose_and_prefills_continue(cohort_bin, default_model, tmp_path):
+    template = tmp_path / "t.jinja"
+    template.write_text("{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
+                        "{% if add_generation_prompt %}<assistant>{% endif %}")
+    prefill = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Whill"}]
+    with serving(cohort_bin, default_model, [*SERVE_ARGS, "--verbose", "--chat-template-file", template],
+                 tmp_path) as url:
+        out = requests.post(url + "/chat/completions", json={"messages": prefill, "max_tokens": 2},
+                            timeout=TIMEOUT).json()
+        assert out["__verbose"]["prompt"] == "<user>Hi<assistant>Whill"
+        quiet = requests.post(url + "/chat/completions", json={"messages": prefill, "max_tokens": 2, "verbose": False},
+                              timeout=TIMEOUT).json()
+        assert "__verbose" not in quiet
+        both = requests.post(url + "/chat/completions", timeout=TIMEOUT,
+                             json={"messages": prefill, "add_generation_prompt": True, "continue_final_message": True})
+        assert both.status_code == 400 and "continue_final_message" in both.json()["error"]["message"]
+        r = _apply_template(url, HI)
+        assert r.json()["prompt"] == "<user>Hi<assistant>"
+        r = requests.post(url + "/apply-template", json={"messages": HI, "add_generation_prompt": False},
+                          timeout=TIMEOUT)
+        assert r.json()["prompt"] == "<user>Hi"
+
+
 def test_build_is_named_as_llama_server_names_it(cohort_server):
     build = requests.get(cohort_server + "/props", timeout=TIMEOUT).json()["build_info"]
     assert re.fullmatch(r"b[0-9]+-([0-9a-f]{7}|unknown)", build), build
