@@ -136,6 +136,10 @@ void answer_streamed(Exchange& exchange, std::vector<Choice>& choices) {
     if (!next) return;
     auto& [i, e] = *next;
     ResponseBuilder& builder = choices[i].builder;
+    if (e.progress) {
+      if (!send(sse_json(builder.progress_chunk(*e.progress)))) return;
+      continue;
+    }
     if (event_has_output(e, meta.logprobs) && !send(sse_json(builder.delta_chunk(e.tokens)))) return;
     if (!e.done) continue;
     if (!e.error.empty()) {

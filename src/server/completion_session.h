@@ -8,7 +8,8 @@
 // Streamed: sends the SSE head at once (and, for chat, each choice's role
 // chunk), then one chunk per event that carries text or logprobs, each
 // choice's chunk with finish_reason as it ends (the choices interleave as
-// their events come), the usage chunk if asked for, and "data: [DONE]".
+// their events come), the usage chunk if asked for, and "data: [DONE]";
+// with return_progress, a progress chunk per report (see PromptProgress).
 //
 // Cancellation: when the client goes away (a write fails, or the socket
 // reports it closed while waiting) or the server stops, every request of

@@ -196,7 +196,19 @@ void EngineLoop::apply_admissions(const sched::BatchPlan& plan) {
                  tokenizer_.detokenizer(false), std::move(sp));
     slot->n_cached = a.n_cached;
     slot->submitted = p.submitted;
+    if (slot->request.return_progress && !slot->request.embedding) report_progress(*slot, a.n_cached);
   }
+}
+
+// A progress report of the slot's prompt (return_progress), in the outbox.
+void EngineLoop::report_progress(const SlotState& s, int processed) {
+  Delivery& d = outbox_.emplace_back();
+  d.handle = s.handle;
+  PromptProgress& p = d.event.progress.emplace();
+  p.total = static_cast<int>(s.request.prompt.size());
+  p.cache = s.n_cached;
+  p.processed = processed;
+  p.time_ms = s.started ? millis(Clock::now() - s.first_step) : 0.0;
 }
 
 void EngineLoop::build_batch(const sched::BatchPlan& plan) {
@@ -274,8 +286,12 @@ void EngineLoop::execute(const sched::BatchPlan& plan) {
     return;
   }
   for (const sched::PlanRow& row : plan.rows) {
-    if (row.kind == sched::RowKind::kPrompt && slots_[static_cast<size_t>(row.slot)]->request.embedding) {
+    if (row.kind != sched::RowKind::kPrompt) continue;
+    const SlotState& s = *slots_[static_cast<size_t>(row.slot)];
+    if (s.request.embedding) {
       collect_hidden(row, decoder_.hidden());
+    } else if (s.request.return_progress) {
+      report_progress(s, row.pos + row.n_tokens);  // before the first token's event
     }
   }
   auto row_logits = [&](int slot) {
@@ -391,7 +407,7 @@ void EngineLoop::deliver() {
     for (const Delivery& d : outbox_) {
       if (d.ttft >= 0) histograms_.add_ttft(d.ttft);
       if (d.itl >= 0) histograms_.add_itl(d.itl);
-      if (!d.event.done) ++totals_.generated_tokens_total;
+      if (!d.event.done && !d.event.progress) ++totals_.generated_tokens_total;
       if (d.event.done) add_usage(d.event.usage);
     }
   }

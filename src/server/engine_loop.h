@@ -87,6 +87,7 @@ class EngineLoop final : public GenerationService {
   void add_usage(const Usage& usage);
   void publish_slots();
   void finish(SlotState& s, engine::FinishReason reason, const std::string& error);
+  void report_progress(const SlotState& s, int processed);
   std::span<const int32_t> prompt_of(sched::RequestId id) const;
 
   const model::Model& model_;

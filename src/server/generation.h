@@ -33,6 +33,7 @@ struct GenerationRequest {
   int n_logprobs = -1;                // -1: no logprobs; 0..20: chosen token plus top-n
   bool cache_prompt = true;           // reuse a cached prefix of the prompt
   bool ignore_eos = false;
+  bool return_progress = false;       // progress events while the prompt is computed
   // An embedding: the prompt is prefilled and nothing is generated (no
   // sampling; the fields above are unused); the final event carries the
   // final hidden states of the prompt rows `pooling` reads. The prompt may
@@ -57,8 +58,20 @@ struct Usage {
   double generation_ms = 0;           // first token -> last token
 };
 
+// How far a request's prompt is (return_progress), as llama-server's
+// prompt_progress counts it: the first report comes at admission, with
+// processed == cache; then one after each step that computed a chunk of it,
+// the last with processed == total, before the first token.
+struct PromptProgress {
+  int total = 0;                      // prompt tokens
+  int cache = 0;                      // of those, reused from the KV cache
+  int processed = 0;                  // in the KV cache now (cache included)
+  double time_ms = 0;                 // first prefill step -> now (0 before it)
+};
+
 // One step's output for one request, in order. The last event has done set.
 struct GenerationEvent {
+  std::optional<PromptProgress> progress;  // set: a progress report, nothing else
   std::vector<GeneratedToken> tokens;
   bool done = false;
   engine::FinishReason finish = engine::FinishReason::none;  // when done

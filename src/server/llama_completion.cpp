@@ -121,6 +121,15 @@ Json partial_json(const NativeAnswer& a, const std::vector<GeneratedToken>& toke
   return out;
 }
 
+// A streamed progress report (return_progress): an empty chunk with
+// "prompt_progress" and the prompt's "timings" so far.
+Json progress_json(const NativeAnswer& a, const PromptProgress& progress) {
+  Json out = partial_json(a, {});
+  out["timings"] = progress_timings_json(progress);
+  out["prompt_progress"] = prompt_progress_json(progress);
+  return out;
+}
+
 // `response_fields`: only the fields at these paths ("a/b" is out["a"]["b"]),
 // keyed by the path, as llama-server; an empty list keeps every field.
 Json only_fields(const Json& out, const std::vector<std::string>& paths) {
@@ -185,10 +194,17 @@ void answer(Exchange& exchange, RequestHandle& handle, NativeAnswer& a) {
     return;
   }
   std::vector<GeneratedToken> all;
-  for (bool first = true;; first = false) {
+  for (;;) {
     std::optional<GenerationEvent> e = next_event(exchange, handle);
     if (!e) return;
-    if (first) a.id_slot = slot_of(a.model, handle.id());
+    if (a.id_slot < 0) a.id_slot = slot_of(a.model, handle.id());  // seen once the slot reports it
+    if (e->progress) {
+      if (stream && !exchange.write(sse_json(progress_json(a, *e->progress)))) {
+        handle.cancel();
+        return;
+      }
+      continue;
+    }
     a.n_predicted += static_cast<int>(e->tokens.size());
     if (stream && !e->tokens.empty() && !exchange.write(sse_json(partial_json(a, e->tokens)))) {
       handle.cancel();

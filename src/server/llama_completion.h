@@ -18,6 +18,8 @@
 // "stop": false, "id_slot", "tokens_predicted", "tokens_evaluated"} (with
 // "completion_probabilities" for their tokens), then the whole answer's
 // fields with empty content and tokens; no "data: [DONE]", as llama-server.
+// With return_progress, empty chunks with "prompt_progress" and "timings"
+// report the prompt's computation (see PromptProgress).
 // ref: llama.cpp tools/server/server-task.cpp (to_json_non_oaicompat).
 //
 // A prompt that does not fit the context is llama-server's 400 {"error":

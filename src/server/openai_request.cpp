@@ -183,6 +183,7 @@ ParsedRequest read_common(const Json& body, const PromptContext& ctx, Endpoint e
   g.sampling.logit_bias = read_logit_bias(body, *ctx.tokenizer);
   g.cache_prompt = read_bool(body, "cache_prompt").value_or(true);
   g.ignore_eos = read_bool(body, "ignore_eos").value_or(false);
+  g.return_progress = p.response.stream && read_bool(body, "return_progress").value_or(false);
   if (g.ignore_eos) add_eog_bans(*ctx.tokenizer, g.sampling.logit_bias);
   return p;
 }

@@ -11,7 +11,7 @@
 //   repeat_last_n, logprobs (completions: 0..5; chat: boolean, with
 //   top_logprobs 0..20), stream, stream_options.include_usage, n (choices:
 //   1 up to the server's slots, as llama-server; /completion: 1),
-//   cache_prompt, ignore_eos (as llama-server: a -inf logit_bias on every
+//   cache_prompt, return_progress (streams only), ignore_eos (as llama-server: a -inf logit_bias on every
 //   end-of-generation token), chat_template_kwargs (chat), model and user
 //   (accepted, not used). Other fields are ignored; a known field with the
 //   wrong type or out of range is a 400 naming it (see request_fields.h).

@@ -92,6 +92,18 @@ std::string dump(const Json& value) {
   return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+Json prompt_progress_json(const PromptProgress& p) {
+  return Json{{"total", p.total}, {"cache", p.cache}, {"processed", p.processed}, {"time_ms", p.time_ms}};
+}
+
+Json progress_timings_json(const PromptProgress& p) {
+  Usage u;
+  u.prompt_tokens = p.processed;
+  u.cached_tokens = p.cache;
+  u.prompt_ms = p.time_ms;
+  return timings_json(u);
+}
+
 Usage combined_usage(const std::vector<Usage>& choices) {
   Usage u = choices.front();
   u.completion_tokens = 0;
@@ -170,6 +182,13 @@ Json ResponseBuilder::role_chunk() const {
   Json j = envelope(true);
   j["choices"] = Json::array({choice("", nullptr, engine::FinishReason::none, true, true)});
   if (meta_.include_usage) j["usage"] = nullptr;
+  return j;
+}
+
+Json ResponseBuilder::progress_chunk(const PromptProgress& progress) const {
+  Json j = role_chunk();
+  j["prompt_progress"] = prompt_progress_json(progress);
+  j["timings"] = progress_timings_json(progress);
   return j;
 }
 

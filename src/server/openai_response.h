@@ -66,6 +66,10 @@ Json usage_json(const Usage& usage);
 // comes from the prompt's last step, as llama-server's (0 for one token).
 // ref: llama.cpp tools/server/server-common.h (server_slot_stats::n_gen_steps).
 Json timings_json(const Usage& usage);
+// llama-server's "prompt_progress": {"total", "cache", "processed", "time_ms"}.
+Json prompt_progress_json(const PromptProgress& progress);
+// The "timings" of a progress report: the prompt so far, nothing generated.
+Json progress_timings_json(const PromptProgress& progress);
 // The usage of one response of several choices, as OpenAI counts it: the
 // prompt (and its cached part) once, as the first choice saw it, and the
 // completion tokens of every choice; the times are the longest of any
@@ -96,6 +100,9 @@ class ResponseBuilder {
   Json finish_chunk(engine::FinishReason reason, const Usage& usage) const;
   // Streaming, include_usage: the last chunk, empty choices and usage.
   Json usage_chunk(const Usage& usage) const;
+  // Streaming, return_progress: the role chunk (chat) or an empty text
+  // (completions) with "prompt_progress" and "timings", as llama-server.
+  Json progress_chunk(const PromptProgress& progress) const;
 
   // Non-streamed: the whole answer from every generated token.
   Json full_response(const std::vector<GeneratedToken>& tokens, engine::FinishReason reason,

@@ -122,6 +122,24 @@ TEST(OpenAIResponse, TimingsRideTheLastChunkAsLlamaServerSendsThem) {
   EXPECT_EQ(without.finish_chunk(engine::FinishReason::stop, usage())["timings"]["predicted_n"], 3);
 }
 
+TEST(OpenAIResponse, ProgressChunksCarryThePromptSoFar) {
+  PromptProgress p;
+  p.total = 40;
+  p.cache = 8;
+  p.processed = 24;
+  p.time_ms = 32;
+  ResponseBuilder chat(meta(Endpoint::chat), text_of);
+  const Json c = chat.progress_chunk(p);
+  EXPECT_EQ(c["choices"][0]["delta"], Json::parse(R"({"role": "assistant", "content": null})"));
+  EXPECT_EQ(c["prompt_progress"], Json::parse(R"({"total": 40, "cache": 8, "processed": 24, "time_ms": 32.0})"));
+  EXPECT_EQ(c["timings"]["cache_n"], 8);
+  EXPECT_EQ(c["timings"]["prompt_n"], 16);
+  EXPECT_DOUBLE_EQ(c["timings"]["prompt_per_token_ms"].get<double>(), 2.0);
+  EXPECT_EQ(c["timings"]["predicted_n"], 0);
+  ResponseBuilder text(meta(Endpoint::completions), text_of);
+  EXPECT_EQ(text.progress_chunk(p)["choices"][0]["text"], "");
+}
+
 TEST(OpenAIResponse, GenerationRatesCountTheStepsAfterTheFirstToken) {
   Usage u = usage();  // 6 prompt tokens computed, 3 generated
   u.prompt_ms = 12;

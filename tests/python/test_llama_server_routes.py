@@ -346,3 +346,42 @@ def test_native_response_fields_and_post_sampling_probs(cohort_server):
     for p in probs:
         assert 0 <= p["prob"] <= 1 and "logprob" not in p
         assert len(p["top_probs"]) == 3 and all(0 <= t["prob"] <= 1 for t in p["top_probs"])
+
+
+def _progress(chunks):
+    return [c["prompt_progress"] for c in chunks if "prompt_progress" in c]
+
+
+def test_return_progress_reports_each_prompt_step(cohort_bin, default_model, tmp_path):
+    prompt = "the quick brown fox jumps over the lazy dog " * 3
+    with serving(cohort_bin, default_model, ["-c", "1024", "-np", "1", "-b", "16"], tmp_path) as url:
+        total = _n_tokens(url, prompt)
+        body = {"prompt": prompt, "n_predict": 2, "stream": True, "return_progress": True}
+        with requests.post(url + "/completion", json=body, stream=True, timeout=TIMEOUT) as r:
+            chunks = _sse(r)
+        progress = _progress(chunks)
+        # one report at admission, then one a step of 16 prompt tokens
+        assert [p["processed"] for p in progress] == [0, *range(16, total, 16), total]
+        assert all(p["total"] == total and p["cache"] == 0 for p in progress)
+        first = next(c for c in chunks if "prompt_progress" in c)
+        assert first["timings"]["prompt_n"] == 0 and first["timings"]["prompt_ms"] == 0
+        n_reports = len(progress)
+        assert all("prompt_progress" in c for c in chunks[:n_reports])  # before any text
+        assert chunks[-1]["stop"] and "prompt_progress" not in chunks[-1]
+        # the same prompt again: the cached part is reported from the start
+        with requests.post(url + "/completion", json=body, stream=True, timeout=TIMEOUT) as r:
+            again = _progress(_sse(r))
+        assert again[0]["cache"] == again[0]["processed"] > 0 and again[-1]["processed"] == total
+        # chat streams carry them on role chunks; without stream or the field, none
+        chat = {"messages": HI, "max_tokens": 2, "stream": True, "return_progress": True}
+        with requests.post(url + "/v1/chat/completions", json=chat, stream=True, timeout=TIMEOUT) as r:
+            events = [json.loads(line[6:]) for line in r.iter_lines(decode_unicode=True)
+                      if line and line != "data: [DONE]"]
+        reports = [e for e in events if "prompt_progress" in e]
+        assert reports and reports[-1]["prompt_progress"]["processed"] == reports[-1]["prompt_progress"]["total"]
+        assert all(e["choices"][0]["delta"] == {"role": "assistant", "content": None} for e in reports)
+        whole = requests.post(url + "/completion", json={**body, "stream": False}, timeout=TIMEOUT).json()
+        assert "prompt_progress" not in whole
+        with requests.post(url + "/completion", json={**body, "return_progress": False}, stream=True,
+                           timeout=TIMEOUT) as r:
+            assert _progress(_sse(r)) == []
