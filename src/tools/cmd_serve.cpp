@@ -61,6 +61,7 @@
 
 #include <fmt/format.h>
 
+#include "chat/named_templates.h"
 #include "common/comma_list.h"
 #include "common/error.h"
 #include "engine/decoder.h"
@@ -118,14 +119,10 @@ struct ServeOptions {
   std::string flash_attn;                  // -fa on|off|auto
 };
 
-// ChatML as a Jinja template, for --chat-template chatml.
-constexpr const char* kChatmlTemplate =
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
-    "'<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
-
 // The template that replaces the GGUF's, or nullopt: the text of
-// --chat-template-file, or --chat-template as a name (chatml) or as Jinja
-// source (it holds "{%" or "{{"). Throws cohort::Error naming the flag.
+// --chat-template-file, or --chat-template as one of llama.cpp's built-in
+// names (chat/named_templates.h) or as Jinja source (it holds "{%" or
+// "{{"). Throws cohort::Error naming the flag.
 std::optional<std::string> chat_template_override(const ServeOptions& o) {
   if (!o.chat_template_file.empty() && !o.chat_template.empty()) {
     fail("--chat-template and --chat-template-file: give one of them");
@@ -139,12 +136,12 @@ std::optional<std::string> chat_template_override(const ServeOptions& o) {
     return text;
   }
   if (o.chat_template.empty()) return std::nullopt;
-  if (o.chat_template == "chatml") return std::string(kChatmlTemplate);
+  if (std::optional<std::string> named = chat::named_template(o.chat_template)) return named;
   if (o.chat_template.find("{%") != std::string::npos || o.chat_template.find("{{") != std::string::npos) {
     return o.chat_template;
   }
-  fail("--chat-template {}: not a known name (chatml) nor Jinja source (no '{{%' or '{{{{' in it); "
-       "use --chat-template-file for a template in a file", o.chat_template);
+  fail("--chat-template {}: not a known name ({}) nor Jinja source (no '{{%' or '{{{{' in it); "
+       "use --chat-template-file for a template in a file", o.chat_template, chat::named_template_list());
 }
 
 // ---------------------------------------------------------------------------
@@ -422,7 +419,8 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--chat-template-file", o->chat_template_file,
                   "Jinja chat template read from FILE, used instead of the model's");
   cmd->add_option("--chat-template", o->chat_template,
-                  "chat template instead of the model's: chatml, or Jinja source");
+                  "chat template instead of the model's: a llama.cpp built-in name (chatml, llama3, "
+                  "command-r, ...) or Jinja source");
   cmd->add_flag("--jinja,!--no-jinja", o->jinja,
                 "accepted for llama-server compatibility: the model's template (or --chat-template) is always "
                 "rendered as Jinja; --no-jinja gives the same prompt, as llama-server's built-in copies of the "

@@ -127,13 +127,27 @@ def test_apply_template_matches_llama_cpp_jinja(cohort_server, default_model):
     assert chat["usage"]["prompt_tokens"] == _n_tokens(cohort_server, expected)
 
 
-def test_apply_template_with_chatml(cohort_bin, default_model, tmp_path):
-    with serving(cohort_bin, default_model, [*SERVE_ARGS, "--chat-template", "chatml"], tmp_path) as url:
+@pytest.mark.parametrize("name, expected", [
+    ("chatml", "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+               "<|im_start|>assistant\nHello!<|im_end|>\n"
+               "<|im_start|>user\nTwo\nparts<|im_end|>\n<|im_start|>assistant\n"),
+    # llama.cpp's built-in copies (llama_chat_apply_template), as llama-server --no-jinja renders them
+    ("command-r", "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>Be brief.<|END_OF_TURN_TOKEN|>"
+                  "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>Hi<|END_OF_TURN_TOKEN|>"
+                  "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>Hello!<|END_OF_TURN_TOKEN|>"
+                  "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>Two\nparts<|END_OF_TURN_TOKEN|>"
+                  "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>"),
+    ("llama3", "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+               "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+               "<|start_header_id|>assistant<|end_header_id|>\n\nHello!<|eot_id|>"
+               "<|start_header_id|>user<|end_header_id|>\n\nTwo\nparts<|eot_id|>"
+               "<|start_header_id|>assistant<|end_header_id|>\n\n"),
+])
+def test_apply_template_with_a_named_template(cohort_bin, default_model, tmp_path, name, expected):
+    with serving(cohort_bin, default_model, [*SERVE_ARGS, "--no-jinja", "--chat-template", name], tmp_path) as url:
         r = _apply_template(url, CONVERSATION)
         assert r.status_code == 200, r.text
-        assert r.json()["prompt"] == ("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
-                                      "<|im_start|>assistant\nHello!<|im_end|>\n"
-                                      "<|im_start|>user\nTwo\nparts<|im_end|>\n<|im_start|>assistant\n")
+        assert r.json()["prompt"] == expected
 
 
 @pytest.mark.parametrize("body, param", [({}, "messages"), ({"messages": []}, "messages"),
