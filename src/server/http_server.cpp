@@ -220,11 +220,16 @@ bool HttpServer::authorized(const HttpRequest& request) const {
     return true;
   }
   const std::string* auth = request.header("authorization");
-  constexpr std::string_view kBearer = "Bearer ";
-  if (auth == nullptr || auth->size() < kBearer.size() || auth->compare(0, kBearer.size(), kBearer) != 0) {
+  std::string_view given;
+  if (auth != nullptr) {
+    constexpr std::string_view kBearer = "Bearer ";
+    if (auth->size() < kBearer.size() || auth->compare(0, kBearer.size(), kBearer) != 0) return false;
+    given = std::string_view(*auth).substr(kBearer.size());
+  } else if (const std::string* key = request.header("x-api-key")) {
+    given = *key;  // Anthropic's header, which llama-server also reads
+  } else {
     return false;
   }
-  const std::string_view given = std::string_view(*auth).substr(kBearer.size());
   bool match = false;
   for (const std::string& key : options_.api_keys) {
     unsigned diff = key.size() == given.size() ? 0u : 1u;

@@ -83,8 +83,9 @@ struct HttpServerOptions {
   std::chrono::milliseconds idle_timeout{5000};    // keep-alive wait for the next request
   std::chrono::milliseconds write_timeout{30000};  // the longest a client may take no bytes of a reply
   // --api-key: when any is set, a request needs "Authorization: Bearer KEY"
-  // with one of them (401 otherwise), except on public_paths and for CORS
-  // preflights.
+  // with one of them, or without Authorization "X-Api-Key: KEY" (as
+  // llama-server reads Anthropic's header), 401 otherwise; except on
+  // public_paths and for CORS preflights.
   std::vector<std::string> api_keys;
   std::vector<std::string> public_paths;
   CorsPolicy cors;              // --cors-origins and the rest (cors_policy.h)

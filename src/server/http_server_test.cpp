@@ -249,6 +249,14 @@ TEST(HttpServer, ApiKeysGuardEveryRouteButThePublicOnes) {
   }
   EXPECT_EQ(with_auth("/ping", "Bearer sk-first").body, "pong");
   EXPECT_EQ(with_auth("/ping", "Bearer sk-second").body, "pong");
+  auto with_key = [port](const std::string& key, const std::string& more = "") {
+    return roundtrip(port, http_request("GET", "/ping", "", more + "X-Api-Key: " + key + "\r\n"));
+  };
+  EXPECT_EQ(with_key("sk-second").body, "pong") << "Anthropic's header";
+  EXPECT_EQ(with_key("sk-secon").status, 401);
+  EXPECT_EQ(with_key("Bearer sk-second").status, 401);
+  EXPECT_EQ(with_key("sk-second", "Authorization: Bearer sk-wrong\r\n").status, 401)
+      << "Authorization, when given, decides";
   EXPECT_EQ(with_auth("/health", "").body, "ok") << "a public path needs no key";
   EXPECT_EQ(with_auth("/nope", "Bearer sk-first").status, 404);
   EXPECT_EQ(roundtrip(port, http_request("OPTIONS", "/ping")).status, 200) << "preflights carry no credentials";
