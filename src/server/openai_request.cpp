@@ -213,6 +213,23 @@ std::vector<int32_t> read_completion_prompt(const Json& body, const PromptContex
 // string tokenized with parse_special, the first piece of the prompt with
 // add_special too, as llama-server's tokenize_mixed), or a one-element array
 // of either.
+// llama-server's multimodal prompt form, {"prompt_string": text,
+// "multimodal_data": [base64, ...]}: the text as a string prompt; media are
+// refused, as this server reads none.
+std::vector<int32_t> read_prompt_object(const Json& prompt, const PromptContext& ctx) {
+  if (const auto media = prompt.find("multimodal_data");
+      media != prompt.end() && !media->is_null() && !(media->is_array() && media->empty())) {
+    reject_field("prompt.multimodal_data", "is not supported: this server reads text only (no vision or audio)");
+  }
+  const auto text = prompt.find("prompt_string");
+  if (text == prompt.end() || !text->is_string()) reject_field("prompt.prompt_string", "must be a string");
+  try {
+    return ctx.tokenizer->encode(text->get<std::string>(), true, true);
+  } catch (const Error& e) {
+    throw RequestError(400, fmt::format("cannot tokenize the prompt: {}", e.what()), "prompt");
+  }
+}
+
 std::vector<int32_t> read_native_prompt(const Json& body, const PromptContext& ctx) {
   const auto it = body.find("prompt");
   if (it == body.end() || it->is_null()) reject_field("prompt", "is required");
@@ -220,6 +237,7 @@ std::vector<int32_t> read_native_prompt(const Json& body, const PromptContext& c
   if (prompt->is_array() && prompt->size() == 1 && ((*prompt)[0].is_array() || (*prompt)[0].is_string())) {
     prompt = &(*prompt)[0];
   }
+  if (prompt->is_object()) return read_prompt_object(*prompt, ctx);
   if (!prompt->is_array()) return read_completion_prompt(body, ctx);
   std::vector<int32_t> ids;
   for (size_t i = 0; i < prompt->size(); ++i) {

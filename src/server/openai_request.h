@@ -124,8 +124,9 @@ class ParsedBody {
 ParsedRequest parse_completion_request(std::string_view body, const PromptContext& ctx);
 ParsedRequest parse_chat_request(std::string_view body, const PromptContext& ctx);
 // llama-server's native POST /completion: the fields the OpenAI routes share,
-// and `prompt` a string, token ids, or a mix of strings and ids (one
-// prompt); `n_probs` 0..kMaxTopLogprobs (> 0: the chosen token and its top
+// and `prompt` a string, token ids, a mix of strings and ids (one prompt),
+// or {"prompt_string": text} (llama-server's multimodal form; media in
+// "multimodal_data" are refused); `n_probs` 0..kMaxTopLogprobs (> 0: the chosen token and its top
 // n_probs alternatives); `return_tokens`; `post_sampling_probs`;
 // `response_fields` (an array of field paths).
 ParsedRequest parse_native_completion_request(std::string_view body, const PromptContext& ctx);

@@ -182,6 +182,26 @@ TEST_F(OpenAIRequest, NativeCompletionTakesMixedPromptsNProbsAndReturnTokens) {
   }
 }
 
+TEST_F(OpenAIRequest, NativePromptInLlamaServersMultimodalFormIsTextOnly) {
+  EXPECT_EQ(parse_native_completion_request(R"({"prompt": {"prompt_string": "ab"}})", ctx_).generation.prompt,
+            (std::vector<int32_t>{'a', 'b'}));
+  EXPECT_EQ(parse_native_completion_request(R"({"prompt": {"prompt_string": "ab", "multimodal_data": []}})", ctx_)
+                .generation.prompt.size(),
+            2u);
+  auto field_of = [&](const char* body) {
+    try {
+      parse_native_completion_request(body, ctx_);
+    } catch (const RequestError& e) {
+      return e.param;
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(field_of(R"({"prompt": {"prompt_string": "a", "multimodal_data": ["iVBORw0KGgo="]}})"),
+            "prompt.multimodal_data");
+  EXPECT_EQ(field_of(R"({"prompt": {"prompt_string": 5}})"), "prompt.prompt_string");
+  EXPECT_EQ(field_of(R"({"prompt": {}})"), "prompt.prompt_string");
+}
+
 TEST_F(OpenAIRequest, ChatRendersWithChatMLFallbackAndSpecialTokens) {
   const ParsedRequest p = parse(Endpoint::chat, R"({"messages": [
       {"role": "developer", "content": "s"},
