@@ -43,17 +43,19 @@ IoLoop::~IoLoop() {
   if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
-void IoLoop::start(int listen_fd) {
+void IoLoop::start(std::vector<int> listen_fds) {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (epoll_fd_ < 0 || wake_fd_ < 0) fail("HTTP server: cannot create epoll or eventfd: {}", std::strerror(errno));
-  listen_fd_ = listen_fd;
+  listen_fds_ = std::move(listen_fds);
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = wake_fd_;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
-  ev.data.fd = listen_fd_;
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+  for (int fd : listen_fds_) {
+    ev.data.fd = fd;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+  }
   thread_ = std::thread([this] { run(); });
 }
 
@@ -93,8 +95,8 @@ void IoLoop::run() {
         uint64_t count = 0;
         (void)::read(wake_fd_, &count, sizeof count);
         take_returned();
-      } else if (fd == listen_fd_) {
-        accept_ready();
+      } else if (std::find(listen_fds_.begin(), listen_fds_.end(), fd) != listen_fds_.end()) {
+        accept_ready(fd);
       } else if (const auto s = sessions_.find(fd); s != sessions_.end()) {
         drive(*s->second);
       }
@@ -103,10 +105,7 @@ void IoLoop::run() {
     if (after >= next_deadline_) expire(after);
     if (accept_paused_ && after >= accept_resume_) {
       accept_paused_ = false;
-      epoll_event ev{};
-      ev.events = EPOLLIN;
-      ev.data.fd = listen_fd_;
-      ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev);
+      watch_listeners(true);
     }
   }
   {
@@ -117,8 +116,17 @@ void IoLoop::run() {
   }
   open_ -= static_cast<int>(sessions_.size());
   sessions_.clear();
-  ::close(listen_fd_);
-  listen_fd_ = -1;
+  for (int fd : listen_fds_) ::close(fd);
+  listen_fds_.clear();
+}
+
+void IoLoop::watch_listeners(bool watch) {
+  for (int fd : listen_fds_) {
+    epoll_event ev{};
+    ev.events = watch ? static_cast<uint32_t>(EPOLLIN) : 0u;
+    ev.data.fd = fd;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev);
+  }
 }
 
 void IoLoop::take_returned() {
@@ -130,19 +138,17 @@ void IoLoop::take_returned() {
   for (auto& conn : back) adopt(std::move(conn), false);
 }
 
-void IoLoop::accept_ready() {
+void IoLoop::accept_ready(int listen_fd) {
   for (int i = 0; i < 64; ++i) {  // a batch, then the other events get their turn
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       // Out of descriptors (or kernel memory): the pending connection stays
-      // pending and the listener readable; stop watching it for a slice
-      // instead of spinning on it.
+      // pending and the listener readable; stop watching the listeners for
+      // a slice instead of spinning on them.
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         accept_paused_ = true;
         accept_resume_ = Clock::now() + Connection::kPollSlice;
-        epoll_event ev{};
-        ev.data.fd = listen_fd_;
-        ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev);
+        watch_listeners(false);
         return;
       }
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;

@@ -87,11 +87,11 @@ class IoLoop {
   IoLoop(const IoLoop&) = delete;
   IoLoop& operator=(const IoLoop&) = delete;
 
-  // Takes the listening socket and starts the thread. Throws cohort::Error
-  // if epoll or eventfd cannot be made.
-  void start(int listen_fd);
+  // Takes the listening sockets (one an address) and starts the thread.
+  // Throws cohort::Error if epoll or eventfd cannot be made.
+  void start(std::vector<int> listen_fds);
   // REQUIRES: `stopping` is set. Joins the thread; closes every connection
-  // the loop holds, and the listener. Idempotent.
+  // the loop holds, and the listeners. Idempotent.
   void stop();
   // The answer to a request is complete: a connection to keep alive goes
   // back to the loop, another is closed. Any thread.
@@ -104,7 +104,9 @@ class IoLoop {
   using Clock = Connection::Clock;
 
   void run();
-  void accept_ready();
+  void accept_ready(int listen_fd);
+  // Watches the listeners for connections (EPOLLIN) or stops watching them.
+  void watch_listeners(bool watch);
   void refuse(int fd);
   void adopt(std::unique_ptr<Connection> conn, bool first);
   // Moves a session along after readiness (or on adoption).
@@ -127,7 +129,7 @@ class IoLoop {
 
   int epoll_fd_ = -1;
   int wake_fd_ = -1;    // eventfd: hand_back() and stop() wake the loop
-  int listen_fd_ = -1;
+  std::vector<int> listen_fds_;
   std::thread thread_;
   std::atomic<int> open_{0};
 

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "common/comma_list.h"
 #include "common/error.h"
 
 namespace cohort::server {
@@ -81,10 +82,21 @@ int HttpServer::start(const std::string& host, int port) {
     struct sigaction old {};
     if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) std::signal(SIGPIPE, SIG_IGN);
   }
-  std::string error;
-  const int listen_fd = open_listener(host, port, error);
-  if (listen_fd < 0) fail("cannot listen on {}:{}: {}", host, port, error);
-  const int actual = bound_port(listen_fd);
+  // One listener an address of the comma list; with port 0, the others
+  // take the port the first one got.
+  std::vector<int> listen_fds;
+  int actual = port;
+  for (const std::string& address : split_commas(host)) {
+    std::string error;
+    const int fd = address.empty() ? -1 : open_listener(address, actual, error);
+    if (fd < 0) {
+      for (int open : listen_fds) ::close(open);
+      if (address.empty()) fail("--host {}: an empty address in the list", host);
+      fail("cannot listen on {}:{}: {}", address, actual, error);
+    }
+    listen_fds.push_back(fd);
+    actual = bound_port(fd);
+  }
   {
     std::lock_guard<std::mutex> lock(lifecycle_mutex_);
     started_ = true;
@@ -103,7 +115,7 @@ int HttpServer::start(const std::string& host, int port) {
       io, tls_ ? tls_->get() : nullptr, stopping_,
       [this](std::unique_ptr<Connection> conn, HttpRequest request) { enqueue(std::move(conn), std::move(request)); },
       [this](int status, const std::string& message) { return error_response(status, message); });
-  loop_->start(listen_fd);
+  loop_->start(std::move(listen_fds));
   return actual;
 }
 

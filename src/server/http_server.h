@@ -120,8 +120,10 @@ class HttpServer {
   void route(const std::string& method, const std::string& path, Handler handler);
 
   // Loads the TLS certificate and key if set, binds host:port (port 0: any
-  // free port), listens and starts the threads. Returns the bound port.
-  // Throws cohort::Error naming host and port, or the TLS file at fault.
+  // free port; `host` may be a comma list of addresses, as llama-server's
+  // --host, each listened on with the same port), listens and starts the
+  // threads. Returns the bound port. Throws cohort::Error naming the
+  // address and port, or the TLS file at fault.
   int start(const std::string& host, int port);
   // Stops accepting, ends connections, joins the threads. Idempotent.
   void stop();

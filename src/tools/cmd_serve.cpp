@@ -281,8 +281,12 @@ int default_max_connections() {
   return static_cast<int>(std::clamp<rlim_t>(r.rlim_cur > kReservedFds ? r.rlim_cur - kReservedFds : 1, 1, 1 << 20));
 }
 
+// Whether every address of --host (a comma list) is a loopback one.
 bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.starts_with("127.");
+  for (const std::string& a : split_commas(host)) {
+    if (!(a == "localhost" || a == "::1" || a.starts_with("127."))) return false;
+  }
+  return true;
 }
 
 // As llama-server: with API keys, every route but /health and the model list
@@ -374,7 +378,7 @@ void register_serve(CLI::App& app) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI- and llama.cpp-compatible HTTP server");
   cmd->add_option("-m,--model", o->model, "GGUF file")->required();
-  cmd->add_option("--host", o->host, "address to listen on");
+  cmd->add_option("--host", o->host, "address to listen on, or a comma list of them (one port for all)");
   cmd->add_option("--port", o->port, "port to listen on (0: any free port)");
   cmd->add_option("--alias", o->alias,
                   "model id in the API, or a comma list of aliases (the first in sorted order is the id; "

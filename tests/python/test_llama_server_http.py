@@ -2,13 +2,15 @@
 preflight is 200 with the request's Origin echoed, credentials allowed and
 llama-server's methods and headers (the cases of llama.cpp's
 test_security.py), --cors-origins localhost echoes local origins only, and
-every response carries Process-Start-Time-Unix (llama-server: on /metrics)."""
+every response carries Process-Start-Time-Unix (llama-server: on /metrics),
+and --host takes a comma list of addresses."""
+import socket
 import time
 
 import pytest
 import requests
 
-from conftest import SERVE_ARGS, serving
+from conftest import SERVE_ARGS, run_cohort, serving
 
 TIMEOUT = (5, 300)
 PREFLIGHT = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "Authorization"}
@@ -63,3 +65,30 @@ def test_cors_origins_localhost(cohort_bin, default_model, tmp_path):
             r = requests.options(url + "/completions", headers={"Origin": origin, **PREFLIGHT}, timeout=TIMEOUT)
             assert r.status_code == 200
             assert "Access-Control-Allow-Origin" not in r.headers
+
+
+def _ipv6_loopback():
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="IPv6 loopback is unavailable")
+def test_host_takes_a_list_of_addresses(cohort_bin, default_model, tmp_path):
+    with serving(cohort_bin, default_model, [*SERVE_ARGS, "--host", "127.0.0.1,::1"], tmp_path) as url:
+        port = url.rsplit(":", 1)[1]
+        direct = requests.Session()
+        direct.trust_env = False  # no proxy for [::1], whatever NO_PROXY says
+        for base in (f"http://127.0.0.1:{port}", f"http://[::1]:{port}"):
+            assert direct.get(base + "/health", timeout=TIMEOUT).status_code == 200
+            r = direct.post(base + "/completion", json={"prompt": "Hi", "n_predict": 2}, timeout=TIMEOUT)
+            assert r.status_code == 200 and r.json()["tokens_predicted"] == 2
+
+
+def test_host_list_with_an_empty_address_is_refused(cohort_bin, default_model):
+    r = run_cohort(cohort_bin, "serve", "-m", default_model, "--port", "0", "--host", "127.0.0.1,", check=False,
+                   timeout=60)
+    assert r.returncode != 0 and "--host" in r.stderr and "empty address" in r.stderr
