@@ -31,7 +31,8 @@ EngineLoop::EngineLoop(const model::Model& model, const tokenizer::Tokenizer& to
     : model_(model),
       tokenizer_(tokenizer),
       options_(options),
-      n_ctx_slot_(options.decoder.n_ctx / std::max(1, options.scheduler.n_slots)),
+      n_ctx_slot_(options.kv_unified ? options.decoder.n_ctx
+                                     : options.decoder.n_ctx / std::max(1, options.scheduler.n_slots)),
       decoder_(model, options.decoder),
       kv_room_(decoder_.blocks(), [this](sched::RequestId id) { return prompt_of(id); }),
       scheduler_(options.scheduler, kv_room_),
@@ -152,15 +153,23 @@ void EngineLoop::forward_cancellations() {
   }
 }
 
+// The error of a request the scheduler ended; out of KV room it is
+// llama-server's "context size has been exceeded", which its clients look for.
+std::string EngineLoop::end_message(sched::EndReason reason) const {
+  if (reason == sched::EndReason::kNoKvRoom) {
+    return fmt::format("request ended: the context size has been exceeded (the KV cache of -c {} tokens{} is full)",
+                       options_.decoder.n_ctx, options_.kv_unified ? ", shared by every slot," : "");
+  }
+  return fmt::format("request ended: {}", sched::reason_name(reason));
+}
+
 void EngineLoop::apply_endings(const sched::BatchPlan& plan) {
   for (const sched::Ending& e : plan.ended) {
     if (e.slot >= 0 && slots_[static_cast<size_t>(e.slot)] &&
         slots_[static_cast<size_t>(e.slot)]->id == e.id) {
       SlotState& s = *slots_[static_cast<size_t>(e.slot)];
       const bool failed = e.reason == sched::EndReason::kError || e.reason == sched::EndReason::kNoKvRoom;
-      if (!s.done) {
-        finish(s, finish_of(e.reason), failed ? fmt::format("request ended: {}", sched::reason_name(e.reason)) : "");
-      }
+      if (!s.done) finish(s, finish_of(e.reason), failed ? end_message(e.reason) : "");
       slots_[static_cast<size_t>(e.slot)].reset();
       continue;
     }
@@ -171,9 +180,7 @@ void EngineLoop::apply_endings(const sched::BatchPlan& plan) {
     Delivery& d = outbox_.emplace_back();
     d.handle = std::move(it->second.handle);
     d.event.done = true;
-    if (e.reason != sched::EndReason::kCancelled) {
-      d.event.error = fmt::format("request ended: {}", sched::reason_name(e.reason));
-    }
+    if (e.reason != sched::EndReason::kCancelled) d.event.error = end_message(e.reason);
     pending_.erase(it);
   }
 }

@@ -12,9 +12,10 @@
 // wasted row). Every event goes through the outbox, so a request's events
 // keep their order.
 //
-// Context: like llama-server, each slot gets n_ctx / n_slots positions; a
-// prompt must leave room for at least one generated token, and generation
-// ends with finish reason "length" when the slot's context is full.
+// Context: like llama-server, each slot gets n_ctx / n_slots positions (with
+// kv_unified, all n_ctx of the shared cache); a prompt must leave room for
+// at least one generated token, and generation ends with finish reason
+// "length" when the slot's context is full.
 //
 // Embeddings (GenerationRequest::embedding): the scheduler runs the request
 // as prompt-only work; its prompt rows want hidden states instead of
@@ -51,6 +52,10 @@ struct EngineOptions {
   engine::DecoderOptions decoder;
   sched::SchedulerOptions scheduler;
   std::string trace_path;  // --trace-batches; empty: no trace
+  // --kv-unified: a slot's context is the whole cache (-c), which the slots
+  // share, instead of -c / slots; a request that finds no room left ends
+  // with a "context size has been exceeded" error, as llama-server's.
+  bool kv_unified = false;
 };
 
 class EngineLoop final : public GenerationService {
@@ -88,6 +93,7 @@ class EngineLoop final : public GenerationService {
   void publish_slots();
   void finish(SlotState& s, engine::FinishReason reason, const std::string& error);
   void report_progress(const SlotState& s, int processed);
+  std::string end_message(sched::EndReason reason) const;
   std::span<const int32_t> prompt_of(sched::RequestId id) const;
 
   const model::Model& model_;

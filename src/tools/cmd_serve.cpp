@@ -10,8 +10,9 @@
 // unchanged; those that select what cohort always does are no-ops, each
 // saying so in its help: --offline (nothing is ever downloaded),
 // --jinja/--no-jinja (see below), -fa (attention is always fused),
-// --kv-unified (one cache for every slot), --context-shift (no shift: a
-// generation that fills the context ends with finish "length").
+// --context-shift (no shift: a generation that fills the context ends with
+// finish "length"). --kv-unified gives each slot the whole context (-c) of
+// the cache the slots always share, instead of -c / -np, as llama-server's.
 // --verbose makes answers carry llama-server's __verbose object (its
 // logging is not copied).
 // --no-slots turns /slots off, and /metrics is off unless --metrics (both
@@ -114,7 +115,8 @@ struct ServeOptions {
   std::string pooling;                     // --pooling none|mean|cls|last ("": the file's, else mean)
   std::string reasoning = "auto";          // --reasoning on|off|auto
   // Accepted for llama-server's command lines; they change nothing (see the top).
-  bool offline = false, jinja = true, kv_unified = false, context_shift = false;
+  bool offline = false, jinja = true, context_shift = false;
+  bool kv_unified = false;                 // --kv-unified: a slot's context is all of -c
   bool verbose = false;                    // -v: answers carry __verbose
   std::string flash_attn;                  // -fa on|off|auto
 };
@@ -157,6 +159,7 @@ std::unique_ptr<server::GenerationService> make_service(const ServeOptions& o) {
   e.scheduler.policy = sched::parse_policy(o.phase_policy);
   e.scheduler.tg_quantum = o.tg_quantum;
   e.trace_path = o.trace_batches;
+  e.kv_unified = o.kv_unified;
   return server::start_engine(o.model, e);
 }
 // ---------------------------------------------------------------------------
@@ -435,7 +438,8 @@ void register_serve(CLI::App& app) {
       ->expected(0, 1)
       ->check(CLI::IsMember({"on", "off", "auto", "1", "0", "true", "false"}));
   cmd->add_flag("--kv-unified", o->kv_unified,
-                "accepted for llama-server compatibility; the KV cache is always shared by every slot");
+                "a slot's context is the whole -c (the cache the slots share), not -c / -np; a request that "
+                "finds it full ends with \"context size has been exceeded\"");
   cmd->add_flag("--context-shift,!--no-context-shift", o->context_shift,
                 "accepted for llama-server compatibility; the context never shifts: a generation that fills it "
                 "ends with finish_reason \"length\"");

@@ -399,3 +399,23 @@ def test_return_progress_reports_each_prompt_step(cohort_bin, default_model, tmp
         with requests.post(url + "/completion", json={**body, "return_progress": False}, stream=True,
                            timeout=TIMEOUT) as r:
             assert _progress(_sse(r)) == []
+
+
+def test_kv_unified_gives_each_slot_the_whole_context(cohort_bin, default_model, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+    body = {"prompt": "A", "n_predict": 80, "ignore_eos": True}
+    with serving(cohort_bin, default_model, ["-c", "256", "-np", "4", "--kv-unified"], tmp_path) as url:
+        assert requests.get(url + "/props", timeout=TIMEOUT).json()["default_generation_settings"]["n_ctx"] == 256
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(lambda _: requests.post(url + "/completion", json=body, timeout=TIMEOUT),
+                                    range(4)))
+    # 4 x 81 positions do not fit 256: who finds the cache full ends as llama-server's requests do
+    for r in answers:
+        if r.status_code == 200:
+            assert r.json()["tokens_predicted"] == 80, r.text
+        else:
+            assert r.status_code == 500 and "context size has been exceeded" in r.json()["error"]["message"], r.text
+    assert any(r.status_code == 200 for r in answers)
+    with serving(cohort_bin, default_model, ["-c", "256", "-np", "4"], tmp_path) as url:
+        r = requests.post(url + "/completion", json=body, timeout=TIMEOUT).json()
+        assert r["tokens_predicted"] < 80 and r["stop_type"] == "limit"  # a slot's 64 positions
