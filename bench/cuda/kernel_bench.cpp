@@ -13,6 +13,8 @@
 //                          dequantized weights (mmd.h, "mmd") at 2-64, against
 //                          dequantization + cuBLAS (gemm.h) at 16-64, the
 //                          same shapes and types
+//   {"op":"bf16_batch", ...} BF16 weights at 1-64 tokens: the matvec (to
+//                          8) and cuBLAS, the same shapes
 //   {"op":"parts", ...}    the q, k and v projections of llama3-8b (4096,
 //                          1024, 1024 rows of 4096), and gate and up (14336
 //                          rows each), a launch each and as one
@@ -26,7 +28,8 @@
 //   {"op":"prefill_attention", ...}  one causal prompt: TFLOP/s counting
 //                          4 * n_head * head_dim flops per (query, key) pair
 // COHORT_KERNEL_BENCH=op,op,... runs only those groups (matvec, matvec_q8,
-// mmq, parts, quantize, gemm, elementwise, attention, prefill_attention).
+// mmq, bf16_batch, mmd_split, parts, quantize, gemm, elementwise, attention,
+// prefill_attention).
 // Each figure is the median over kSamples samples of kLaunches back-to-back
 // launches, after a warm-up. Inputs rotate over copies whose total exceeds
 // the L2 cache, so weights and KV come from device memory, not L2; weight
@@ -211,6 +214,36 @@ void bench_mmq(gguf::TensorType type, int64_t n_in, int64_t n_out, double ceilin
     report("gemm", n_tok, time_launches([&](int i) {
              gemm.run(type, rw.at(i), n_out, n_in,
                       x.as<__nv_bfloat16>(), n_tok, y.as<void>(), OutType::bf16);
+           }));
+  }
+}
+
+// BF16 weights at 1-64 tokens: the F32-decoding matvec (to 8) and cuBLAS
+// reading them in place (gemm.h, from 2), the choice of
+// kGemmMinTokensBf16: weight GB/s.
+void bench_bf16_batch(int64_t n_in, int64_t n_out, double ceiling) {
+  constexpr gguf::TensorType kType = gguf::TensorType::BF16;
+  const RotatedWeights rw(kType, n_in, n_out);
+  Bytes x(64 * static_cast<size_t>(n_in) * 2), y(64 * static_cast<size_t>(n_out) * 4);
+  CUDA_CHECK(cudaMemset(x.as<void>(), 0x3C, x.size()));
+  Gemm gemm(nullptr, n_in);
+  const auto report = [&](const char* kernel, int64_t n_tok, double s) {
+    const double gbps = static_cast<double>(rw.bytes) / s / 1e9;
+    std::printf("{\"op\":\"bf16_batch\",\"kernel\":\"%s\",\"n_in\":%lld,\"n_out\":%lld,\"n_tok\":%lld,"
+                "\"us\":%.2f,\"gbps\":%.1f,\"fraction_of_copy\":%.3f}\n",
+                kernel, static_cast<long long>(n_in), static_cast<long long>(n_out), static_cast<long long>(n_tok),
+                s * 1e6, gbps, gbps / ceiling);
+  };
+  const auto* xb = x.as<__nv_bfloat16>();
+  for (int64_t n_tok : {1, 2, 4, 8, 16, 32, 64}) {
+    if (n_tok <= 8) {
+      report("matvec", n_tok, time_launches([&](int i) {
+               matvec(kType, rw.at(i), xb, y.as<void>(), OutType::bf16, n_tok, n_in, n_out, nullptr);
+             }));
+    }
+    if (n_tok == 1) continue;
+    report("gemm", n_tok, time_launches([&](int i) {
+             gemm.run(kType, rw.at(i), n_out, n_in, xb, n_tok, y.as<void>(), OutType::bf16);
            }));
   }
 }
@@ -452,6 +485,10 @@ int run() {
     bench_mmq(type, 4096, 4096, ceiling);
     bench_mmq(type, 4096, 14336, ceiling);
     bench_mmq(type, 14336, 4096, ceiling);
+  }
+  for (const auto& [n_in, n_out] : {std::pair<int64_t, int64_t>{4096, 4096}, {4096, 14336}, {14336, 4096}}) {
+    if (!wanted("bf16_batch")) break;
+    bench_bf16_batch(n_in, n_out, ceiling);
   }
   for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K}) {
     if (!wanted("mmd_split")) break;
