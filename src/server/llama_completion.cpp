@@ -25,6 +25,7 @@ namespace {
 struct NativeAnswer {
   const ServedModel& model;
   const ParsedRequest& request;
+  int index = 0;             // the prompt's place in the request's list
   int id_slot = -1;          // the slot that ran it, -1 if it was not seen in one
   int n_prompt = 0;
   int n_predicted = 0;       // tokens generated so far
@@ -107,7 +108,7 @@ Json generation_settings(const NativeAnswer& a) {
 Json partial_json(const NativeAnswer& a, const std::vector<GeneratedToken>& tokens) {
   std::string content;
   for (const GeneratedToken& t : tokens) content += t.text;
-  Json out = {{"index", 0},
+  Json out = {{"index", a.index},
               {"content", content},
               {"tokens", token_ids(tokens, a.request.response.return_tokens)},
               {"stop", false},
@@ -157,7 +158,7 @@ Json final_json(const NativeAnswer& a, const std::vector<GeneratedToken>& all,
   std::string generated;
   for (const GeneratedToken& t : all) generated += t.text;
   const tokenizer::Tokenizer& tok = a.model.tokenizer;
-  Json out = {{"index", 0},
+  Json out = {{"index", a.index},
               {"content", content},
               {"tokens", token_ids(shown, a.request.response.return_tokens)},
               {"id_slot", a.id_slot},
@@ -187,28 +188,31 @@ int slot_of(const ServedModel& model, uint64_t id) {
   return -1;
 }
 
-void answer(Exchange& exchange, RequestHandle& handle, NativeAnswer& a) {
+// Runs one request to its end. Streamed, it writes every chunk and returns
+// nullopt; whole, it returns the answer, or nullopt when the client left or
+// the request failed (answered with the error).
+std::optional<Json> answer(Exchange& exchange, RequestHandle& handle, NativeAnswer& a) {
   const bool stream = a.request.response.stream;
   if (stream && !exchange.begin_stream(200, "text/event-stream")) {
     handle.cancel();
-    return;
+    return std::nullopt;
   }
   std::vector<GeneratedToken> all;
   for (;;) {
     std::optional<GenerationEvent> e = next_event(exchange, handle);
-    if (!e) return;
+    if (!e) return std::nullopt;
     if (a.id_slot < 0) a.id_slot = slot_of(a.model, handle.id());  // seen once the slot reports it
     if (e->progress) {
       if (stream && !exchange.write(sse_json(progress_json(a, *e->progress)))) {
         handle.cancel();
-        return;
+        return std::nullopt;
       }
       continue;
     }
     a.n_predicted += static_cast<int>(e->tokens.size());
     if (stream && !e->tokens.empty() && !exchange.write(sse_json(partial_json(a, e->tokens)))) {
       handle.cancel();
-      return;
+      return std::nullopt;
     }
     for (GeneratedToken& t : e->tokens) all.push_back(std::move(t));
     if (!e->done) continue;
@@ -219,34 +223,42 @@ void answer(Exchange& exchange, RequestHandle& handle, NativeAnswer& a) {
       } else {
         reply_error(exchange, 500, e->error);
       }
-      return;
+      return std::nullopt;
     }
-    if (stream) {
-      exchange.write(sse_json(final_json(a, all, {}, *e)));
-      exchange.end_stream();
-    } else {
-      reply_json(exchange, 200, final_json(a, all, all, *e));
-    }
-    return;
+    if (!stream) return final_json(a, all, all, *e);
+    exchange.write(sse_json(final_json(a, all, {}, *e)));
+    exchange.end_stream();
+    return std::nullopt;
   }
 }
 
 }  // namespace
 
 void native_completion(Exchange& exchange, ServedModel& model) {
-  std::optional<ParsedRequest> maybe;
+  std::vector<ParsedRequest> parsed;
   try {
-    maybe = parse_native_completion_request(exchange.request().body, model.prompt_context());
+    parsed = parse_native_completion_request(exchange.request().body, model.prompt_context());
   } catch (const RequestError& e) {
     if (e.code != "context_length_exceeded") throw;
     reply_exceed_context(exchange, e);
     return;
   }
-  const ParsedRequest& parsed = *maybe;
-  NativeAnswer a{model, parsed};
-  a.n_prompt = static_cast<int>(parsed.generation.prompt.size());
-  std::shared_ptr<RequestHandle> handle = model.service->submit(parsed.generation);
-  answer(exchange, *handle, a);
+  // Several prompts run side by side; they are answered together, in order.
+  std::vector<std::shared_ptr<RequestHandle>> handles;
+  for (const ParsedRequest& p : parsed) handles.push_back(model.service->submit(p.generation));
+  Json answers = Json::array();
+  for (size_t i = 0; i < parsed.size(); ++i) {
+    NativeAnswer a{model, parsed[i]};
+    a.index = static_cast<int>(i);
+    a.n_prompt = static_cast<int>(parsed[i].generation.prompt.size());
+    std::optional<Json> whole = answer(exchange, *handles[i], a);
+    if (!whole) {
+      for (size_t k = i + 1; k < handles.size(); ++k) handles[k]->cancel();  // nobody will read them
+      return;
+    }
+    answers.push_back(std::move(*whole));
+  }
+  reply_json(exchange, 200, answers.size() == 1 ? answers[0] : answers);
 }
 
 }  // namespace cohort::server

@@ -230,15 +230,21 @@ std::vector<int32_t> read_prompt_object(const Json& prompt, const PromptContext&
   }
 }
 
-std::vector<int32_t> read_native_prompt(const Json& body, const PromptContext& ctx) {
-  const auto it = body.find("prompt");
-  if (it == body.end() || it->is_null()) reject_field("prompt", "is required");
-  const Json* prompt = &*it;
-  if (prompt->is_array() && prompt->size() == 1 && ((*prompt)[0].is_array() || (*prompt)[0].is_string())) {
-    prompt = &(*prompt)[0];
-  }
+// One native prompt: a string, token ids, a mix of both, or the object form.
+std::vector<int32_t> read_native_prompt(const Json& prompt_json, const PromptContext& ctx) {
+  const Json* prompt = &prompt_json;
   if (prompt->is_object()) return read_prompt_object(*prompt, ctx);
-  if (!prompt->is_array()) return read_completion_prompt(body, ctx);
+  if (prompt->is_string()) {
+    try {
+      return ctx.tokenizer->encode(prompt->get<std::string>(), true, true);
+    } catch (const Error& e) {
+      throw RequestError(400, fmt::format("cannot tokenize the prompt: {}", e.what()), "prompt");
+    }
+  }
+  if (!prompt->is_array()) {
+    reject_field("prompt", fmt::format("must be a string, token ids, a mix of both, an object with "
+                                       "\"prompt_string\", or a list of those; got {}", json_type_name(*prompt)));
+  }
   std::vector<int32_t> ids;
   for (size_t i = 0; i < prompt->size(); ++i) {
     const Json& part = (*prompt)[i];
@@ -388,7 +394,7 @@ ParsedRequest parse_completion_request(std::string_view body_text, const PromptC
   return p;
 }
 
-ParsedRequest parse_native_completion_request(std::string_view body_text, const PromptContext& ctx) {
+std::vector<ParsedRequest> parse_native_completion_request(std::string_view body_text, const PromptContext& ctx) {
   const ParsedBody parsed(body_text);
   const Json& body = parsed.json();
   ParsedRequest p = read_common(body, ctx, Endpoint::completions);
@@ -408,9 +414,24 @@ ParsedRequest parse_native_completion_request(std::string_view body_text, const 
       p.response.response_fields.push_back(f.get<std::string>());
     }
   }
-  p.generation.prompt = read_native_prompt(body, ctx);
-  check_prompt_fits(p.generation.prompt, ctx, "prompt");
-  return p;
+  const auto it = body.find("prompt");
+  if (it == body.end() || it->is_null()) reject_field("prompt", "is required");
+  // As llama-server: an array holding no number is a list of prompts.
+  const bool several = it->is_array() && !it->empty() &&
+                       std::none_of(it->begin(), it->end(), [](const Json& v) { return v.is_number(); });
+  if (several && it->size() > static_cast<size_t>(kMaxNativePrompts)) {
+    reject_field("prompt", fmt::format("holds {} prompts; at most {} a request", it->size(), kMaxNativePrompts));
+  }
+  if (several && it->size() > 1 && p.response.stream) {
+    reject_field("stream", "several prompts are answered whole only; stream one prompt a request");
+  }
+  std::vector<ParsedRequest> out;
+  for (const Json& prompt : several ? *it : Json::array({*it})) {
+    ParsedRequest& one = out.emplace_back(p);
+    one.generation.prompt = read_native_prompt(prompt, ctx);
+    check_prompt_fits(one.generation.prompt, ctx, "prompt");
+  }
+  return out;
 }
 
 ParsedRequest parse_chat_request(std::string_view body_text, const PromptContext& ctx) {

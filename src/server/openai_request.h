@@ -129,7 +129,10 @@ ParsedRequest parse_chat_request(std::string_view body, const PromptContext& ctx
 // "multimodal_data" are refused); `n_probs` 0..kMaxTopLogprobs (> 0: the chosen token and its top
 // n_probs alternatives); `return_tokens`; `post_sampling_probs`;
 // `response_fields` (an array of field paths).
-ParsedRequest parse_native_completion_request(std::string_view body, const PromptContext& ctx);
+// An array holding no number is a list of prompts (at most
+// kMaxNativePrompts; not with stream): one request each, in order.
+std::vector<ParsedRequest> parse_native_completion_request(std::string_view body, const PromptContext& ctx);
+inline constexpr int kMaxNativePrompts = 64;
 
 // The request of choice `index` of a response of several: `request` with
 // the seed plus `index` (as llama-server's child tasks; modulo 2^32 - 1, so

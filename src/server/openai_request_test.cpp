@@ -21,6 +21,12 @@ class OpenAIRequest : public ::testing::Test {
     ctx_.tokenizer = &tok_;
     ctx_.n_ctx = 64;
   }
+  // The one request of a native /completion body of one prompt.
+  ParsedRequest native(const std::string& body) const {
+    std::vector<ParsedRequest> all = parse_native_completion_request(body, ctx_);
+    EXPECT_EQ(all.size(), 1u) << body;
+    return all.front();
+  }
   ParsedRequest parse(Endpoint e, const std::string& body) const {
     return e == Endpoint::chat ? parse_chat_request(body, ctx_) : parse_completion_request(body, ctx_);
   }
@@ -165,14 +171,12 @@ TEST_F(OpenAIRequest, PromptFormsOfLlamaServer) {
 }
 
 TEST_F(OpenAIRequest, NativeCompletionTakesMixedPromptsNProbsAndReturnTokens) {
-  const ParsedRequest mixed =
-      parse_native_completion_request(R"({"prompt": ["hi", 7, "<|im_end|>"], "n_probs": 3, "return_tokens": true})",
-                                      ctx_);
+  const ParsedRequest mixed = native(R"({"prompt": ["hi", 7, "<|im_end|>"], "n_probs": 3, "return_tokens": true})");
   EXPECT_EQ(mixed.generation.prompt, (std::vector<int32_t>{'h', 'i', 7, testing::kImEnd}));
   EXPECT_EQ(mixed.generation.n_logprobs, 3);
   EXPECT_TRUE(mixed.response.logprobs);
   EXPECT_TRUE(mixed.response.return_tokens);
-  const ParsedRequest plain = parse_native_completion_request(R"({"prompt": "ab", "n_predict": 5})", ctx_);
+  const ParsedRequest plain = native(R"({"prompt": "ab", "n_predict": 5})");
   EXPECT_EQ(plain.generation.prompt, (std::vector<int32_t>{'a', 'b'}));
   EXPECT_EQ(plain.generation.max_tokens, 5);
   EXPECT_FALSE(plain.response.logprobs);
@@ -183,10 +187,9 @@ TEST_F(OpenAIRequest, NativeCompletionTakesMixedPromptsNProbsAndReturnTokens) {
 }
 
 TEST_F(OpenAIRequest, NativePromptInLlamaServersMultimodalFormIsTextOnly) {
-  EXPECT_EQ(parse_native_completion_request(R"({"prompt": {"prompt_string": "ab"}})", ctx_).generation.prompt,
+  EXPECT_EQ(native(R"({"prompt": {"prompt_string": "ab"}})").generation.prompt,
             (std::vector<int32_t>{'a', 'b'}));
-  EXPECT_EQ(parse_native_completion_request(R"({"prompt": {"prompt_string": "ab", "multimodal_data": []}})", ctx_)
-                .generation.prompt.size(),
+  EXPECT_EQ(native(R"({"prompt": {"prompt_string": "ab", "multimodal_data": []}})").generation.prompt.size(),
             2u);
   auto field_of = [&](const char* body) {
     try {
@@ -200,6 +203,34 @@ TEST_F(OpenAIRequest, NativePromptInLlamaServersMultimodalFormIsTextOnly) {
             "prompt.multimodal_data");
   EXPECT_EQ(field_of(R"({"prompt": {"prompt_string": 5}})"), "prompt.prompt_string");
   EXPECT_EQ(field_of(R"({"prompt": {}})"), "prompt.prompt_string");
+}
+
+TEST_F(OpenAIRequest, NativePromptListsAreOneRequestEach) {
+  const std::vector<ParsedRequest> all = parse_native_completion_request(
+      R"({"prompt": [[104, 105], "ab", {"prompt_string": "c"}, ["d", 7]], "n_predict": 3})", ctx_);
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[0].generation.prompt, (std::vector<int32_t>{104, 105}));
+  EXPECT_EQ(all[1].generation.prompt, (std::vector<int32_t>{'a', 'b'}));
+  EXPECT_EQ(all[2].generation.prompt, (std::vector<int32_t>{'c'}));
+  EXPECT_EQ(all[3].generation.prompt, (std::vector<int32_t>{'d', 7}));
+  for (const ParsedRequest& p : all) EXPECT_EQ(p.generation.max_tokens, 3);
+  // a number anywhere at the top makes it one prompt of ids and text
+  EXPECT_EQ(native(R"({"prompt": ["a", 98]})").generation.prompt, (std::vector<int32_t>{'a', 98}));
+  auto field_of = [&](const std::string& body) {
+    try {
+      parse_native_completion_request(body, ctx_);
+    } catch (const RequestError& e) {
+      return e.param;
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(field_of(R"({"prompt": ["a", "b"], "stream": true})"), "stream");
+  EXPECT_EQ(field_of(R"({"prompt": ["a"], "stream": true})"), "accepted");
+  EXPECT_EQ(field_of(R"({"prompt": ["a", 5.5]})"), "prompt");
+  EXPECT_EQ(field_of(R"({"prompt": ["a", true]})"), "prompt");
+  std::string many = R"({"prompt": [)";
+  for (int i = 0; i <= kMaxNativePrompts; ++i) many += i == 0 ? R"("x")" : R"(,"x")";
+  EXPECT_EQ(field_of(many + "]}"), "prompt");
 }
 
 TEST_F(OpenAIRequest, ChatRendersWithChatMLFallbackAndSpecialTokens) {

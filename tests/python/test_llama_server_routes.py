@@ -217,6 +217,12 @@ def test_native_prompt_as_ids_and_mixed(cohort_server):
     tail = requests.post(cohort_server + "/tokenize", json={"content": " time"}, timeout=TIMEOUT).json()["tokens"]
     mixed = _complete(cohort_server, n_predict=4, ignore_eos=True, prompt=["Once upon a", *tail])
     assert mixed["tokens_evaluated"] == _n_tokens(cohort_server, "Once upon a") + len(tail)
+    # an array holding no number is a list of prompts, answered as a list in order
+    several = _complete(cohort_server, n_predict=4, ignore_eos=True,
+                        prompt=[ids, "Once upon a time", {"prompt_string": "Once upon a time"}, ["Hi"]])
+    assert [a["index"] for a in several] == [0, 1, 2, 3]
+    assert [a["content"] for a in several[:3]] == [by_text["content"]] * 3
+    assert several[3]["tokens_evaluated"] == _n_tokens(cohort_server, "Hi")
 
 
 def test_native_n_probs(cohort_server):
