@@ -10,6 +10,7 @@
 // unchanged; those that select what cohort always does are no-ops, each
 // saying so in its help: --offline (nothing is ever downloaded),
 // --jinja/--no-jinja (see below), -fa (attention is always fused),
+// --backend-sampling (tokens are always sampled on the host),
 // --context-shift (no shift: a generation that fills the context ends with
 // finish "length"). --kv-unified gives each slot the whole context (-c) of
 // the cache the slots always share, instead of -c / -np, as llama-server's.
@@ -115,7 +116,7 @@ struct ServeOptions {
   std::string pooling;                     // --pooling none|mean|cls|last ("": the file's, else mean)
   std::string reasoning = "auto";          // --reasoning on|off|auto
   // Accepted for llama-server's command lines; they change nothing (see the top).
-  bool offline = false, jinja = true, context_shift = false;
+  bool offline = false, jinja = true, context_shift = false, backend_sampling = false;
   bool kv_unified = false;                 // --kv-unified: a slot's context is all of -c
   bool verbose = false;                    // -v: answers carry __verbose
   std::string flash_attn;                  // -fa on|off|auto
@@ -437,6 +438,9 @@ void register_serve(CLI::App& app) {
                   "-fa on|off|auto: accepted for llama-server compatibility; attention is always fused")
       ->expected(0, 1)
       ->check(CLI::IsMember({"on", "off", "auto", "1", "0", "true", "false"}));
+  cmd->add_flag("--backend-sampling,--backend_sampling", o->backend_sampling,
+                "-bs: accepted for llama-server compatibility; tokens are always sampled on the host, so a request's "
+                "backend_sampling changes nothing either");
   cmd->add_flag("--kv-unified", o->kv_unified,
                 "a slot's context is the whole -c (the cache the slots share), not -c / -np; a request that "
                 "finds it full ends with \"context size has been exceeded\"");

@@ -31,7 +31,8 @@ def _chat_prompt_tokens(url):
 
 def test_llama_server_flags_start_the_server(cohort_bin, default_model, tmp_path):
     flags = ["--offline", "--slots", "--metrics", "--jinja", "-fa", "on", "--kv-unified",
-             "--no-context-shift", "--verbose", "--chat-template", "chatml"]
+             "--no-context-shift", "--verbose", "--chat-template", "chatml", "--backend-sampling",
+             "--backend_sampling", "-bs"]
     with serving(cohort_bin, default_model, [*SERVE_ARGS, *flags], tmp_path) as url:
         assert requests.get(url + "/slots", timeout=TIMEOUT).status_code == 200
         assert requests.get(url + "/metrics", timeout=TIMEOUT).status_code == 200
