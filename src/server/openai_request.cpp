@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "server/chat_prompt.h"
+#include "server/native_prompt.h"
 
 namespace cohort::server {
 namespace {
@@ -209,62 +210,6 @@ std::vector<int32_t> read_completion_prompt(const Json& body, const PromptContex
   }
 }
 
-// The native `prompt`: a string, or an array of token ids and strings (each
-// string tokenized with parse_special, the first piece of the prompt with
-// add_special too, as llama-server's tokenize_mixed), or a one-element array
-// of either.
-// llama-server's multimodal prompt form, {"prompt_string": text,
-// "multimodal_data": [base64, ...]}: the text as a string prompt; media are
-// refused, as this server reads none.
-std::vector<int32_t> read_prompt_object(const Json& prompt, const PromptContext& ctx) {
-  if (const auto media = prompt.find("multimodal_data");
-      media != prompt.end() && !media->is_null() && !(media->is_array() && media->empty())) {
-    reject_field("prompt.multimodal_data", "is not supported: this server reads text only (no vision or audio)");
-  }
-  const auto text = prompt.find("prompt_string");
-  if (text == prompt.end() || !text->is_string()) reject_field("prompt.prompt_string", "must be a string");
-  try {
-    return ctx.tokenizer->encode(text->get<std::string>(), true, true);
-  } catch (const Error& e) {
-    throw RequestError(400, fmt::format("cannot tokenize the prompt: {}", e.what()), "prompt");
-  }
-}
-
-// One native prompt: a string, token ids, a mix of both, or the object form.
-std::vector<int32_t> read_native_prompt(const Json& prompt_json, const PromptContext& ctx) {
-  const Json* prompt = &prompt_json;
-  if (prompt->is_object()) return read_prompt_object(*prompt, ctx);
-  if (prompt->is_string()) {
-    try {
-      return ctx.tokenizer->encode(prompt->get<std::string>(), true, true);
-    } catch (const Error& e) {
-      throw RequestError(400, fmt::format("cannot tokenize the prompt: {}", e.what()), "prompt");
-    }
-  }
-  if (!prompt->is_array()) {
-    reject_field("prompt", fmt::format("must be a string, token ids, a mix of both, an object with "
-                                       "\"prompt_string\", or a list of those; got {}", json_type_name(*prompt)));
-  }
-  std::vector<int32_t> ids;
-  for (size_t i = 0; i < prompt->size(); ++i) {
-    const Json& part = (*prompt)[i];
-    if (part.is_string()) {
-      try {
-        const std::vector<int32_t> piece = ctx.tokenizer->encode(part.get<std::string>(), i == 0, true);
-        ids.insert(ids.end(), piece.begin(), piece.end());
-      } catch (const Error& e) {
-        throw RequestError(400, fmt::format("cannot tokenize the prompt: {}", e.what()), "prompt");
-      }
-    } else if (part.is_number_integer()) {
-      const std::vector<int32_t> one = read_token_ids(Json::array({part}), "prompt", ctx.tokenizer->n_vocab());
-      ids.push_back(one[0]);
-    } else {
-      reject_field("prompt", fmt::format("must hold token ids and strings; item {} is {}", i, json_type_name(part)));
-    }
-  }
-  return ids;
-}
-
 void check_prompt_fits(const std::vector<int32_t>& prompt, const PromptContext& ctx, const char* field) {
   if (prompt.empty()) reject_field(field, "gives an empty prompt (no tokens)");
   if (static_cast<int64_t>(prompt.size()) >= ctx.n_ctx) {
@@ -428,7 +373,7 @@ std::vector<ParsedRequest> parse_native_completion_request(std::string_view body
   std::vector<ParsedRequest> out;
   for (const Json& prompt : several ? *it : Json::array({*it})) {
     ParsedRequest& one = out.emplace_back(p);
-    one.generation.prompt = read_native_prompt(prompt, ctx);
+    one.generation.prompt = read_native_prompt(prompt, *ctx.tokenizer, "prompt");
     check_prompt_fits(one.generation.prompt, ctx, "prompt");
   }
   return out;
