@@ -1,5 +1,6 @@
 #include "server/embedding_api.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -7,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "server/native_prompt.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/request_fields.h"
@@ -14,24 +16,28 @@
 namespace cohort::server {
 namespace {
 
-// The tokens of one input: a string, or an array of token ids.
+// The tokens of one input: a native prompt (native_prompt.h), or OpenAI's
+// {"content": [{"type": "text", "text": ...}, ...]}, the texts joined as
+// they are (as llama-server's tokenize_oai_content_array).
 std::vector<int32_t> read_input(const Json& item, const std::string& field, const tokenizer::Tokenizer& tok) {
-  if (item.is_array()) return read_token_ids(item, field, tok.n_vocab());
-  if (!item.is_string()) {
-    reject_field(field, fmt::format("must be a string or an array of token ids, got {}", json_type_name(item)));
+  const auto content = item.is_object() ? item.find("content") : item.end();
+  if (content == item.end()) return read_native_prompt(item, tok, field);
+  if (!content->is_array()) reject_field(field + ".content", "must be an array of text parts");
+  std::string text;
+  for (size_t i = 0; i < content->size(); ++i) {
+    const Json& part = (*content)[i];
+    const std::string at = fmt::format("{}.content[{}]", field, i);
+    if (!part.is_object() || part.value("type", Json()) != "text" || !part.contains("text") ||
+        !part["text"].is_string()) {
+      reject_field(at, "must be {\"type\": \"text\", \"text\": ...}: this server embeds text only");
+    }
+    text += part["text"].get<std::string>();
   }
-  try {
-    return tok.encode(item.get<std::string>(), true, true);
-  } catch (const Error& e) {
-    throw RequestError(400, fmt::format("cannot tokenize '{}': {}", field, e.what()), field);
-  }
+  return read_native_prompt(Json(text), tok, field);
 }
 
-bool all_integers(const Json& array) {
-  for (const Json& v : array) {
-    if (!v.is_number_integer()) return false;
-  }
-  return true;
+bool holds_a_number(const Json& array) {
+  return std::any_of(array.begin(), array.end(), [](const Json& v) { return v.is_number(); });
 }
 
 void append_vector(std::string& out, std::span<const float> v) {
@@ -63,16 +69,14 @@ EmbeddingRequest parse_embedding_request(std::string_view body, const tokenizer:
   if (it == json.end() || it->is_null()) reject_field("input", "is required (or 'content')");
   const Json& input = *it;
   if (input.is_array() && input.empty()) reject_field(field, "is an empty array");
-  const bool single = input.is_string() || (input.is_array() && all_integers(input));
+  // As llama-server: an array holding no number is a list of inputs.
+  const bool single = !input.is_array() || holds_a_number(input);
   if (single) {
     r.inputs.push_back(read_input(input, field, tok));
-  } else if (input.is_array()) {
+  } else {
     for (size_t i = 0; i < input.size(); ++i) {
       r.inputs.push_back(read_input(input[i], fmt::format("{}[{}]", field, i), tok));
     }
-  } else {
-    reject_field(field, fmt::format("must be a string, an array of token ids or an array of them and strings, got {}",
-                                    json_type_name(input)));
   }
   for (size_t i = 0; i < r.inputs.size(); ++i) {
     const std::string name = single ? field : fmt::format("{}[{}]", field, i);

@@ -3,9 +3,11 @@
 // /v1/embeddings (OpenAI) have them.
 //
 // Request fields: `input` (or, as llama-server, `content`, which makes the
-// answer native even on /v1/embeddings): a string, an array of token ids
-// (one input), or an array whose items are strings or arrays of token ids
-// (one input each); `embd_normalize` (an integer >= -1, default 2: see
+// answer native even on /v1/embeddings): one input, or an array holding no
+// number, a list of inputs (as llama-server). An input is a native prompt
+// (native_prompt.h: a string, token ids, ids and strings mixed,
+// {"prompt_string": text}) or {"content": [text parts]} (their texts
+// joined); `embd_normalize` (an integer >= -1, default 2: see
 // engine::normalize_embedding; with pooling none the vectors are never
 // normalised, as llama-server); `encoding_format` "float" (default) or
 // "base64"; `model` and `user` are accepted and not used. Strings are

@@ -55,6 +55,17 @@ TEST_F(EmbeddingApi, ContentIsTheNativeSpellingOfInput) {
   EXPECT_EQ(r.inputs, (std::vector<std::vector<int32_t>>{{'h', 'i'}}));
 }
 
+TEST_F(EmbeddingApi, InputsInLlamaServersForms) {
+  using Inputs = std::vector<std::vector<int32_t>>;
+  EXPECT_EQ(parse(R"({"input": [104, "ab", 105]})").inputs, (Inputs{{104, 'a', 'b', 105}}));
+  EXPECT_EQ(parse(R"({"input": [[104], [104, "ab"]]})").inputs, (Inputs{{104}, {104, 'a', 'b'}}));
+  EXPECT_EQ(parse(R"({"input": {"prompt_string": "ab"}})").inputs, (Inputs{{'a', 'b'}}));
+  EXPECT_EQ(parse(R"({"input": ["a", {"prompt_string": "b"}, {"content": [{"type": "text", "text": "c"},
+                                                                         {"type": "text", "text": "d"}]}]})")
+                .inputs,
+            (Inputs{{'a'}, {'b'}, {'c', 'd'}}));
+}
+
 TEST_F(EmbeddingApi, NormalizeAndEncodingAreRead) {
   const EmbeddingRequest r = parse(R"({"input": "a", "embd_normalize": -1, "encoding_format": "base64"})");
   EXPECT_EQ(r.embd_normalize, -1);
@@ -67,9 +78,12 @@ TEST_F(EmbeddingApi, BadRequestsNameTheirField) {
   EXPECT_EQ(refused(R"({"input": ""})"), "input");
   EXPECT_EQ(refused(R"({"input": []})"), "input");
   EXPECT_EQ(refused(R"({"input": 5})"), "input");
-  EXPECT_EQ(refused(R"({"input": {"a": 1}})"), "input");
+  EXPECT_EQ(refused(R"({"input": {"a": 1}})"), "input.prompt_string");
+  EXPECT_EQ(refused(R"({"input": {"content": [{"type": "image_url"}]}})"), "input.content[0]");
+  EXPECT_EQ(refused(R"({"input": ["a", {"content": "a"}]})"), "input[1].content");
   EXPECT_EQ(refused(R"({"input": ["a", ""]})"), "input[1]");
-  EXPECT_EQ(refused(R"({"input": ["a", 7.5]})"), "input[1]");
+  EXPECT_EQ(refused(R"({"input": ["a", 7.5]})"), "input");  // a number: one mixed input
+  EXPECT_EQ(refused(R"({"input": [["a", 7.5]]})"), "input[0]");
   EXPECT_EQ(refused(R"({"input": "123456789"})"), "input");  // 9 tokens, the context holds 8
   EXPECT_EQ(refused(R"({"input": ["a", "123456789"]})"), "input[1]");
   EXPECT_EQ(refused(R"({"input": [1, 99999]})"), "input");   // outside the vocabulary

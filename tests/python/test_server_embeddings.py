@@ -109,6 +109,19 @@ def test_token_ids_are_the_text_they_encode(embedding_server, llama):
     assert len(one) == 1 and np.allclose(one[0]["embedding"], by_ids[0]["embedding"], atol=1e-6)
 
 
+def test_llama_servers_input_forms_embed_the_same_text(embedding_server):
+    parts = {"content": [{"type": "text", "text": "hello "}, {"type": "text", "text": "world"}]}
+    ids = post(embedding_server, "/tokenize", {"content": "hello world", "add_special": True}).json()["tokens"]
+    forms = ["hello world", parts, {"prompt_string": "hello world"}, ids, ["hello", *ids[-1:]]]
+    data = post(embedding_server, "/v1/embeddings", {"input": forms}).json()["data"]
+    assert len(data) == len(forms)
+    for d in data[1:4]:
+        assert np.allclose(d["embedding"], data[0]["embedding"], atol=1e-6)
+    mixed = post(embedding_server, "/v1/embeddings", {"input": ["hello", *ids[-1:]]}).json()["data"]
+    assert len(mixed) == 1  # a number at the top: one input of text and ids
+    assert np.allclose(mixed[0]["embedding"], data[4]["embedding"], atol=1e-6)
+
+
 def test_openai_client_float_and_base64(embedding_server):
     client = OpenAI(base_url=embedding_server + "/v1", api_key="none", timeout=300, max_retries=0)
     floats = client.embeddings.create(model="m", input=TEXTS[:2], encoding_format="float")
@@ -160,7 +173,8 @@ BAD = [
     ({"input": ""}, "input"),
     ({"input": []}, "input"),
     ({"input": 5}, "input"),
-    ({"input": ["Hi", 2.5]}, "input[1]"),
+    ({"input": ["Hi", 2.5]}, "input"),  # a number: one input of ids and text
+    ({"input": ["Hi", {"content": [{"type": "image_url"}]}]}, "input[1].content[0]"),
     ({"input": ["Hi", ""]}, "input[1]"),
     ({"input": [1, -3]}, "input"),
     ({"input": [7] * 1025}, "input"),  # a slot holds 1024 positions (-c 2048 -np 2)
