@@ -75,10 +75,13 @@ Json completion_probabilities(const tokenizer::Tokenizer& tok, const std::vector
   return out;
 }
 
+// The ids of `tokens` (none for text released without a token of its own).
 Json token_ids(const std::vector<GeneratedToken>& tokens, bool wanted) {
   Json ids = Json::array();
   if (!wanted) return ids;
-  for (const GeneratedToken& t : tokens) ids.push_back(t.id);
+  for (const GeneratedToken& t : tokens) {
+    if (t.id >= 0) ids.push_back(t.id);
+  }
   return ids;
 }
 
@@ -110,7 +113,7 @@ Json partial_json(const NativeAnswer& a, const std::vector<GeneratedToken>& toke
   for (const GeneratedToken& t : tokens) content += t.text;
   Json out = {{"index", a.index},
               {"content", content},
-              {"tokens", token_ids(tokens, a.request.response.return_tokens)},
+              {"tokens", token_ids(tokens, true)},  // a chunk's ids always, as llama-server
               {"stop", false},
               {"id_slot", a.id_slot},
               {"tokens_predicted", a.n_predicted},

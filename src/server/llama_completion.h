@@ -14,7 +14,8 @@
 // chain, not renormalised after top-k/top-p)}; with
 // response_fields, only the fields at those paths ("generation_settings/
 // n_predict"), keyed by the path.
-// Streamed: SSE "data: {...}" chunks of {"index", "content", "tokens",
+// Streamed: SSE "data: {...}" chunks of {"index", "content", "tokens" (the
+// chunk's ids, with or without return_tokens, as llama-server),
 // "stop": false, "id_slot", "tokens_predicted", "tokens_evaluated"} (with
 // "completion_probabilities" for their tokens), then the whole answer's
 // fields with empty content and tokens; no "data: [DONE]", as llama-server.

@@ -262,6 +262,13 @@ def test_native_completion_streamed(cohort_server):
     assert last["stop"] is True and last["stop_type"] == "limit" and last["tokens_predicted"] == 6
     assert TIMING_KEYS <= last["timings"].keys() and "generation_settings" in last
     assert last["content"] == ""
+    # a chunk carries its token ids with or without return_tokens, as llama-server's; the end holds none
+    with requests.post(cohort_server + "/completion", json={"prompt": "Once upon a time", "temperature": 0,
+                                                            "n_predict": 6, "ignore_eos": True, "stream": True},
+                       stream=True, timeout=TIMEOUT) as r:
+        *plain, end = _sse(r)
+    assert [t for c in plain for t in c["tokens"]] == [t for c in parts for t in c["tokens"]]
+    assert end["tokens"] == []
 
 
 def test_v1_completions_stays_openai(cohort_server):
