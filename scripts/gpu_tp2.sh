@@ -38,18 +38,19 @@
 #      GGML_CUDA_ALLREDUCE=nccl and =internal, as llama-bench-<type>-<ar>.json.
 #      LLAMA_BENCH names a llama-bench built with CUDA from the llama.cpp of
 #      the llama-cpp-python 0.3.36 sdist (the version the tests compare
-#      against): `../shared/tools/llamacpp-peer.sh fetch` on a machine with
-#      the network puts that source in .peer/ (carry .peer to the GPU
-#      machine), and there `bash .peer/build.sh llama-bench` (cmake
-#      -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90; about 5.5 minutes, not
-#      counted here) builds /tmp/llama.cpp-build/bin/llama-bench. llama.cpp
+#      against): `pip download --no-deps --no-binary :all:
+#      llama-cpp-python==0.3.36` on a machine with the network, its
+#      vendor/llama.cpp carried to the GPU machine (as llama.cpp/) and built there with
+#      `cmake -S llama.cpp -B /tmp/llama.cpp-build -DGGML_CUDA=ON
+#      -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build /tmp/llama.cpp-build
+#      --target llama-bench` (about 5.5 minutes, not counted here). llama.cpp
 #      compiles its NCCL path only where CMake finds nccl.h and libnccl.so;
 #      without the -dev package, point NCCL_ROOT at the nvidia-nccl wheel
 #      that PyTorch installs, with the link CMake looks for:
 #        n=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])')
 #        mkdir -p /tmp/nccl/lib && ln -sf "$n/include" /tmp/nccl/include &&
 #        ln -sf "$n/lib/libnccl.so.2" /tmp/nccl/lib/libnccl.so
-#        NCCL_ROOT=/tmp/nccl bash .peer/build.sh llama-bench
+#        NCCL_ROOT=/tmp/nccl cmake -B /tmp/llama.cpp-build ... (as above)
 #      (and LD_LIBRARY_PATH=$n/lib if no libnccl.so.2 is installed). A build
 #      without NCCL warns and reduces with its internal all-reduce under
 #      GGML_CUDA_ALLREDUCE=nccl; the stage reports that beside the figures,
