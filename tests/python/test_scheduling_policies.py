@@ -86,12 +86,12 @@ def test_every_policy_produces_the_same_tokens(tmp_path, cohort_bin, default_mod
         assert got == reference, (name, got, reference)
 
 
-def first_member_ready_step(trace):
-    """The step at which the first member of the first cohort finished its prompt."""
-    for t in trace:
-        if any(r["kind"] == "pp" and r["last"] for r in t["rows"]):
-            return t["step"]
-    raise AssertionError("no prompt finished")
+def sealing_step(trace):
+    """The step whose plan sealed the first cohort: the first plan after the
+    step that ran a member's last prompt chunk (it admits the arrivals of
+    that step, then seals); None while there is none."""
+    last = next((t["step"] for t in trace if any(r["kind"] == "pp" and r["last"] for r in t["rows"])), None)
+    return next((t["step"] for t in trace if last is not None and t["step"] > last), None)
 
 
 def test_staggered_arrivals_seal_the_cohort(tmp_path, cohort_bin, default_model):
@@ -106,10 +106,11 @@ def test_staggered_arrivals_seal_the_cohort(tmp_path, cohort_bin, default_model)
         threads[0].start()
         time.sleep(0.05)
         threads[1].start()
-        # the third request arrives once the short prompt is done: the cohort is sealed
+        # the third request arrives once the short prompt is done and the
+        # plan after it has sealed the cohort
         for _ in range(2000):
             trace = read_trace(trace_path) if trace_path.exists() else []
-            if any(r["kind"] == "pp" and r["last"] for t in trace for r in t["rows"]):
+            if sealing_step(trace) is not None:
                 break
             time.sleep(0.01)
         threads.append(threading.Thread(target=post, args=(url, late)))
@@ -119,7 +120,7 @@ def test_staggered_arrivals_seal_the_cohort(tmp_path, cohort_bin, default_model)
     trace = read_trace(trace_path)
     assert_never_mixes(trace)
     assert_all_ended(trace, 3)
-    sealed_at = first_member_ready_step(trace)
+    sealed_at = sealing_step(trace)
     first_cohort = {a["id"] for t in trace if t["step"] <= sealed_at for a in t["admitted"]}
     late_id = max(a["id"] for t in trace for a in t["admitted"])
     assert late_id not in first_cohort
