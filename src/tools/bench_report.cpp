@@ -35,7 +35,7 @@ nlohmann::ordered_json to_json(const BenchRecord& r) {
           {"n_batch", r.n_batch}, {"n_ubatch", r.n_ubatch},
           {"n_threads", r.n_threads}, {"split_mode", r.split_mode}, {"allreduce", r.allreduce},
           {"type_k", r.type_k}, {"type_v", r.type_v},
-          {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"n_seq", r.n_seq}, {"test_time", r.test_time},
+          {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"n_seq", r.n_seq}, {"n_depth", r.n_depth}, {"test_time", r.test_time},
           {"avg_ns", static_cast<uint64_t>(r.avg_ns())},
           {"stddev_ns", static_cast<uint64_t>(r.stddev_ns())}, {"avg_ts", r.avg_ts()},
           {"stddev_ts", r.stddev_ts()}, {"samples_ns", r.samples_ns}, {"samples_ts", r.samples_ts()}};
@@ -100,10 +100,17 @@ double BenchRecord::avg_ts() const { return mean(samples_ts()); }
 double BenchRecord::stddev_ts() const { return stddev(samples_ts()); }
 
 std::string BenchRecord::test_name() const {
-  if (n_seq > 1) return fmt::format("{}{}@{}", n_gen == 0 ? "pp" : "tg", n_gen == 0 ? n_prompt : n_gen, n_seq);
-  if (n_gen == 0) return fmt::format("pp{}", n_prompt);
-  if (n_prompt == 0) return fmt::format("tg{}", n_gen);
-  return fmt::format("pp{}+tg{}", n_prompt, n_gen);
+  std::string name;
+  if (n_seq > 1) {
+    name = fmt::format("{}{}@{}", n_gen == 0 ? "pp" : "tg", n_gen == 0 ? n_prompt : n_gen, n_seq);
+  } else if (n_gen == 0) {
+    name = fmt::format("pp{}", n_prompt);
+  } else if (n_prompt == 0) {
+    name = fmt::format("tg{}", n_gen);
+  } else {
+    name = fmt::format("pp{}+tg{}", n_prompt, n_gen);
+  }
+  return n_depth > 0 ? fmt::format("{} @ d{}", name, n_depth) : name;
 }
 
 void print_bench(const std::vector<BenchRecord>& records, const std::string& format) {

@@ -26,6 +26,7 @@ struct BenchRecord {
   int n_prompt = 0;
   int n_gen = 0;
   int n_seq = 1;              // sequences decoded together (--npl); rates are their sum
+  int n_depth = 0;            // tokens in the cache before the test (-d), not timed
   std::string test_time;      // ISO 8601, UTC
   std::vector<uint64_t> samples_ns;
 
@@ -34,7 +35,7 @@ struct BenchRecord {
   std::vector<double> samples_ts() const;  // tokens/s per sample
   double avg_ts() const;
   double stddev_ts() const;
-  std::string test_name() const;           // "pp512", "tg128", "pp512+tg128", "tg128@8"
+  std::string test_name() const;           // "pp512", "tg128", "pp512+tg128", "tg128@8", "tg128 @ d4096"
 };
 
 // Prints records in llama-bench's formats: "md", "json", "jsonl" or "csv".

@@ -1,6 +1,8 @@
 // `cohort bench`: prompt-processing and generation throughput, as llama-bench
 // measures them (-p 512 -n 128 -r 5; several values per flag give several
-// rows; one warm-up run per configuration is not counted).
+// rows; one warm-up run per configuration is not counted). -d N runs each
+// test after N tokens already in the cache (prefilled before the clock
+// starts), as llama-bench's -d: decode speed at a long context.
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -33,6 +35,7 @@ struct BenchOptions {
   std::string model;
   std::vector<int> n_prompt{512};
   std::vector<int> n_gen{128};
+  std::vector<int> n_depth{0};  // -d
   std::vector<std::string> pg;
   std::vector<int> threads{0};
   std::vector<int> n_batch{2048};
@@ -54,23 +57,33 @@ struct BenchOptions {
 struct Test {
   int n_prompt;
   int n_gen;
+  int n_depth = 0;
 };
 
+// Positions [pos, end) of sequence 0 in chunks of n_batch, the logits of
+// the last one wanted where `want_last`.
+void prefill(engine::Decoder& dec, int pos, int end, bool want_last, std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> token(0, dec.n_vocab() - 1);
+  engine::Batch batch;
+  while (pos < end) {
+    batch.clear();
+    const int n = std::min(dec.options().n_batch, end - pos);
+    for (int i = 0; i < n; ++i, ++pos) batch.add(token(rng), pos, 0, want_last && pos == end - 1);
+    dec.decode(batch);
+  }
+}
+
 // One timed run: the prompt in chunks of n_batch (logits for the last token
-// only), then n_gen single-token steps, from an empty cache.
+// only), then n_gen single-token steps, after n_depth untimed tokens.
 uint64_t run_once(engine::Decoder& dec, const Test& t, std::mt19937& rng) {
   std::uniform_int_distribution<int32_t> token(0, dec.n_vocab() - 1);
   dec.free_sequence(0);
-  dec.reserve(0, t.n_prompt + t.n_gen);
+  dec.reserve(0, t.n_depth + t.n_prompt + t.n_gen);
+  prefill(dec, 0, t.n_depth, false, rng);
   engine::Batch batch;
   const auto start = std::chrono::steady_clock::now();
-  int pos = 0;
-  while (pos < t.n_prompt) {
-    batch.clear();
-    const int n = std::min(dec.options().n_batch, t.n_prompt - pos);
-    for (int i = 0; i < n; ++i, ++pos) batch.add(token(rng), pos, 0, pos == t.n_prompt - 1);
-    dec.decode(batch);
-  }
+  prefill(dec, t.n_depth, t.n_depth + t.n_prompt, true, rng);
+  int pos = t.n_depth + t.n_prompt;
   for (int i = 0; i < t.n_gen; ++i, ++pos) {
     batch.clear();
     batch.add(token(rng), pos, 0, true);
@@ -116,18 +129,21 @@ std::pair<uint64_t, uint64_t> run_batched(engine::Decoder& dec, int n_seq, const
 
 std::vector<Test> tests_of(const BenchOptions& o) {
   std::vector<Test> tests;
-  for (int p : o.n_prompt) {
-    if (p > 0) tests.push_back({p, 0});
-  }
-  for (int n : o.n_gen) {
-    if (n > 0) tests.push_back({0, n});
-  }
-  for (const std::string& s : o.pg) {
-    int p = 0, n = 0;
-    if (std::sscanf(s.c_str(), "%d,%d", &p, &n) != 2 || p < 0 || n < 0) {
-      fail("-pg: expected PROMPT,GEN (for example 512,128), got '{}'", s);
+  for (int d : o.n_depth) {
+    if (d < 0) fail("-d must list depths of at least 0 tokens, got {}", d);
+    for (int p : o.n_prompt) {
+      if (p > 0) tests.push_back({p, 0, d});
     }
-    tests.push_back({p, n});
+    for (int n : o.n_gen) {
+      if (n > 0) tests.push_back({0, n, d});
+    }
+    for (const std::string& s : o.pg) {
+      int p = 0, n = 0;
+      if (std::sscanf(s.c_str(), "%d,%d", &p, &n) != 2 || p < 0 || n < 0) {
+        fail("-pg: expected PROMPT,GEN (for example 512,128), got '{}'", s);
+      }
+      tests.push_back({p, n, d});
+    }
   }
   return tests;
 }
@@ -188,6 +204,7 @@ BenchRecord configuration_record(const model::Model& model, const BenchOptions& 
 BenchRecord record_of(BenchRecord r, const Test& t) {
   r.n_prompt = t.n_prompt;
   r.n_gen = t.n_gen;
+  r.n_depth = t.n_depth;
   r.test_time = now_iso8601();
   return r;
 }
@@ -218,7 +235,7 @@ void run_parallel(engine::Decoder& dec, const BenchOptions& o, const BenchRecord
 void run_configuration(const model::Model& model, const BenchOptions& o, engine::DecoderOptions d,
                        const std::vector<Test>& tests, std::vector<BenchRecord>& records, std::mt19937& rng) {
   const Test batched{o.n_prompt.empty() ? 0 : o.n_prompt.front(), o.n_gen.empty() ? 0 : o.n_gen.front()};
-  for (const Test& t : tests) d.n_ctx = std::max(d.n_ctx, t.n_prompt + t.n_gen + 16);
+  for (const Test& t : tests) d.n_ctx = std::max(d.n_ctx, t.n_depth + t.n_prompt + t.n_gen + 16);
   for (int n_seq : o.n_parallel) {
     const int per_seq = (batched.n_prompt + batched.n_gen + kv::kDefaultBlockSize - 1) / kv::kDefaultBlockSize;
     d.n_ctx = std::max(d.n_ctx, n_seq * per_seq * kv::kDefaultBlockSize);
@@ -260,6 +277,9 @@ std::vector<Configuration> configurations(const BenchOptions& o) {
 
 void run_bench(const BenchOptions& o) {
   if (o.repetitions < 1) fail("-r must be at least 1, got {}", o.repetitions);
+  if (!o.n_parallel.empty() && (o.n_depth.size() != 1 || o.n_depth.front() != 0)) {
+    fail("-d applies to single-sequence tests; --npl runs its sequences from an empty cache");
+  }
   for (int n : o.n_parallel) {
     if (n < 1) fail("--npl must list sequence counts of at least 1, got {}", n);
   }
@@ -299,6 +319,7 @@ void register_bench(CLI::App& app) {
   cmd->add_option("-m,--model", o->model, "GGUF file")->required();
   cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens (comma-separated list)")->delimiter(',');
   cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens (list)")->delimiter(',');
+  cmd->add_option("-d,--n-depth", o->n_depth, "tokens already in the cache before each test (list)")->delimiter(',');
   cmd->add_option("--pg", o->pg, "prompt then generation: PROMPT,GEN (repeatable)");
   cmd->add_option("--npl", o->n_parallel,
                   "batched decoding of this many sequences (list), each with the first -p prompt and -n tokens; "
