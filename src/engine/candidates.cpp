@@ -38,9 +38,14 @@ void Candidates::assign(std::span<const float> logits) {
   sorted = false;
 }
 
+float penalized(float logit, size_t n, const PenaltyParams& p) {
+  logit = logit <= 0.0f ? logit * p.repeat : logit / p.repeat;
+  return logit - (static_cast<float>(n) * p.frequency + p.presence);
+}
+
 void apply_penalties(Candidates& c, std::span<const int32_t> recent, const PenaltyParams& p,
                      std::vector<int32_t>& scratch) {
-  if (recent.empty() || (p.repeat == 1.0f && p.frequency == 0.0f && p.presence == 0.0f)) return;
+  if (recent.empty() || !penalties_on(p)) return;
   assert(!c.sorted);
   scratch.assign(recent.begin(), recent.end());
   std::sort(scratch.begin(), scratch.end());
@@ -52,8 +57,7 @@ void apply_penalties(Candidates& c, std::span<const int32_t> recent, const Penal
     if (token < 0 || static_cast<size_t>(token) >= c.size) continue;
     TokenLogit& t = c.data[static_cast<size_t>(token)];
     assert(t.id == token);
-    t.logit = t.logit <= 0.0f ? t.logit * p.repeat : t.logit / p.repeat;
-    t.logit -= static_cast<float>(n) * p.frequency + p.presence;
+    t.logit = penalized(t.logit, n, p);
   }
 }
 
@@ -73,6 +77,52 @@ void apply_top_k(Candidates& c, int k) {
     c.sorted = true;
   }
   c.size = n;
+}
+
+void select_top_k(Candidates& c, std::span<const float> logits, int k, std::span<const TokenLogit> changed,
+                  std::span<const uint8_t> skip) {
+  assert(k >= 1 && logits.size() == skip.size());
+  const size_t n = std::min(static_cast<size_t>(k), logits.size());
+  // A heap of the best n unchanged tokens so far, the worst on top. Tokens
+  // come in id order, so a later token equal in logit to the worst kept
+  // never displaces it: only a strictly higher logit does (NaN never).
+  std::vector<TokenLogit>& d = c.data;
+  d.clear();
+  size_t i = 0;
+  for (; i < logits.size() && d.size() < n; ++i) {
+    if (skip[i] != 0) continue;
+    d.push_back({static_cast<int32_t>(i), std::isnan(logits[i]) ? kNegInf : logits[i]});
+    std::push_heap(d.begin(), d.end(), before);
+  }
+  float worst = d.empty() ? kNegInf : d.front().logit;
+  auto consider = [&](size_t j) {
+    if (!(logits[j] > worst) || skip[j] != 0) return;
+    std::pop_heap(d.begin(), d.end(), before);
+    d.back() = {static_cast<int32_t>(j), logits[j]};
+    std::push_heap(d.begin(), d.end(), before);
+    worst = d.front().logit;
+  };
+  // Most runs of tokens hold none better than the worst kept: their maximum
+  // rules them out. It is taken in 8 lanes (elementwise, which the compiler
+  // vectorizes; a float max reduction it would not), and NaN never wins it.
+  constexpr size_t kRun = 32, kLanes = 8;
+  for (; i + kRun <= logits.size(); i += kRun) {
+    float lane[kLanes];
+    std::fill(lane, lane + kLanes, kNegInf);
+    for (size_t j = 0; j < kRun; j += kLanes) {
+      for (size_t l = 0; l < kLanes; ++l) lane[l] = logits[i + j + l] > lane[l] ? logits[i + j + l] : lane[l];
+    }
+    float top = kNegInf;
+    for (float v : lane) top = v > top ? v : top;
+    if (!(top > worst)) continue;
+    for (size_t j = i; j < i + kRun; ++j) consider(j);
+  }
+  for (; i < logits.size(); ++i) consider(i);
+  d.insert(d.end(), changed.begin(), changed.end());
+  const size_t kept = std::min(n, d.size());
+  std::partial_sort(d.begin(), d.begin() + static_cast<ptrdiff_t>(kept), d.end(), before);
+  c.size = kept;
+  c.sorted = true;
 }
 
 void apply_top_p(Candidates& c, float p) {

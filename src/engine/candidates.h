@@ -43,9 +43,17 @@ struct PenaltyParams {
   float presence = 0.0f;   // subtracted once if present
 };
 
+// Whether any penalty is on (repeat != 1, frequency or presence != 0).
+inline bool penalties_on(const PenaltyParams& p) {
+  return p.repeat != 1.0f || p.frequency != 0.0f || p.presence != 0.0f;
+}
+
+// The logit of a token that occurs n > 0 times in the penalty window:
+//   (logit <= 0 ? logit * repeat : logit / repeat) - (n * frequency + presence)
+float penalized(float logit, size_t n, const PenaltyParams& p);
+
 // For each distinct token t occurring n > 0 times in `recent`:
-//   logit[t] = logit[t] <= 0 ? logit[t] * repeat : logit[t] / repeat;
-//   logit[t] -= n * frequency + presence;
+//   logit[t] = penalized(logit[t], n, p)
 // Tokens outside the candidates are ignored. `scratch` avoids allocation
 // once its capacity reaches recent.size().
 // REQUIRES: c is in id order (straight from assign()).
@@ -57,6 +65,16 @@ void sort_candidates(Candidates& c);
 
 // Keeps the k highest (k <= 0: no-op). Leaves the candidates sorted.
 void apply_top_k(Candidates& c, int k);
+
+// What assign(logits), changing the logits of the tokens in `changed` to the
+// values given there, then apply_top_k(k) leave (the same tokens in the same
+// order), in one pass over `logits` that writes nothing but the k kept: a
+// token outside `changed` is among the k best only if it is among the k
+// best of the unchanged tokens. `skip` [n_vocab] is non-zero exactly at the
+// tokens of `changed` (each listed once).
+// REQUIRES: k >= 1; logits.size() == skip.size().
+void select_top_k(Candidates& c, std::span<const float> logits, int k, std::span<const TokenLogit> changed,
+                  std::span<const uint8_t> skip);
 // Nucleus: keeps the shortest sorted prefix whose softmax mass is >= p
 // (p >= 1: no-op). Sorts.
 void apply_top_p(Candidates& c, float p);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -149,6 +150,67 @@ TEST(Candidates, DrawWalksTheCumulativeDistribution) {
   EXPECT_EQ(draw(c, 0.999999), 3u);
   const Candidates masked = from({-std::numeric_limits<float>::infinity(), 0.0f});
   EXPECT_EQ(draw(masked, 0.0), 1u);
+}
+
+// The reference of select_top_k: every token copied, the changes written
+// over it, then apply_top_k.
+Candidates top_k_of_all(const std::vector<float>& logits, int k, const std::vector<TokenLogit>& changed) {
+  Candidates c = from(logits);
+  for (const TokenLogit& t : changed) c.data[static_cast<size_t>(t.id)].logit = t.logit;
+  apply_top_k(c, k);
+  return c;
+}
+
+// Random logits with many ties (values on a coarse grid), NaN and -inf.
+std::vector<float> tied_logits(size_t n, std::mt19937& rng) {
+  std::uniform_int_distribution<int> grid(-20, 20), kind(0, 49);
+  std::vector<float> l(n);
+  for (float& x : l) {
+    const int k = kind(rng);
+    x = k == 0 ? std::nanf("") : k == 1 ? -std::numeric_limits<float>::infinity() : 0.25f * static_cast<float>(grid(rng));
+  }
+  return l;
+}
+
+TEST(Candidates, SelectTopKEqualsTopKOfEveryTokenWithTheChanges) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 400; ++trial) {
+    const size_t n = 1 + rng() % 300;
+    const std::vector<float> logits = tied_logits(n, rng);
+    // A few distinct changed tokens: raised, lowered, banned.
+    std::vector<TokenLogit> changed;
+    std::vector<uint8_t> skip(n, 0);
+    for (size_t i = 0; i < rng() % 6; ++i) {
+      const auto id = static_cast<int32_t>(rng() % n);
+      if (skip[static_cast<size_t>(id)] != 0) continue;
+      skip[static_cast<size_t>(id)] = 1;
+      const float delta[] = {3.0f, -2.0f, -std::numeric_limits<float>::infinity(), 0.0f};
+      const float raw = std::isnan(logits[static_cast<size_t>(id)]) ? -std::numeric_limits<float>::infinity()
+                                                                   : logits[static_cast<size_t>(id)];
+      changed.push_back({id, raw + delta[rng() % 4]});
+    }
+    for (int k : {1, 2, 5, 40, 1000}) {
+      Candidates got;
+      select_top_k(got, logits, k, changed, skip);
+      const Candidates want = top_k_of_all(logits, k, changed);
+      ASSERT_EQ(ids(got), ids(want)) << "trial " << trial << " k " << k;
+      for (size_t i = 0; i < got.size; ++i) {
+        ASSERT_EQ(got.data[i].logit, want.data[i].logit) << "trial " << trial << " k " << k;
+      }
+      ASSERT_TRUE(got.sorted);
+    }
+  }
+}
+
+TEST(Candidates, SelectTopKSkipsEveryTokenMarked) {
+  const std::vector<float> logits = {5.0f, 4.0f, 3.0f};
+  const std::vector<uint8_t> skip = {1, 1, 1};
+  Candidates c;
+  select_top_k(c, logits, 2, {}, skip);
+  EXPECT_EQ(c.size, 0u);
+  const std::vector<TokenLogit> changed = {{1, 0.5f}};
+  select_top_k(c, logits, 2, changed, skip);
+  EXPECT_EQ(ids(c), (std::vector<int32_t>{1}));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "engine/sampler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -49,6 +50,7 @@ Sampler::Sampler(const SamplingParams& params, int n_vocab, int n_ctx)
   window_ = static_cast<size_t>(params_.repeat_last_n == -1 ? n_ctx : params_.repeat_last_n);
   seed_ = params_.seed == kRandomSeed ? std::random_device{}() : params_.seed;
   candidates_.data.reserve(static_cast<size_t>(n_vocab));
+  skip_.assign(static_cast<size_t>(n_vocab), 0);
   recent_.reserve(window_);
   penalty_scratch_.reserve(window_);
   reset();
@@ -75,15 +77,60 @@ void Sampler::accept(int32_t token) {
   recent_next_ = (recent_next_ + 1) % window_;
 }
 
+// The tokens the chain changes before top_k (logit_bias, then penalties),
+// with their changed logits, and `skip_` marking them.
+void Sampler::collect_changed(std::span<const float> logits) {
+  changed_.clear();
+  // A token already listed can only be one of the first `n_listed` (the
+  // penalties' tokens are distinct).
+  size_t n_listed = 0;
+  auto entry = [&](int32_t token) -> float& {
+    if (skip_[static_cast<size_t>(token)] == 0) {
+      skip_[static_cast<size_t>(token)] = 1;
+      const float raw = logits[static_cast<size_t>(token)];
+      changed_.push_back({token, std::isnan(raw) ? -kPosInf : raw});
+      return changed_.back().logit;
+    }
+    return std::find_if(changed_.begin(), changed_.begin() + static_cast<ptrdiff_t>(n_listed),
+                        [token](const TokenLogit& t) { return t.id == token; })->logit;
+  };
+  for (const TokenBias& b : params_.logit_bias) {
+    n_listed = changed_.size();  // this bias's token may be any listed so far
+    entry(b.token) += b.bias;
+  }
+  n_listed = changed_.size();
+  const PenaltyParams penalties{params_.repeat_penalty, params_.frequency_penalty, params_.presence_penalty};
+  if (recent_.empty() || !penalties_on(penalties)) return;
+  penalty_scratch_.assign(recent_.begin(), recent_.end());
+  std::sort(penalty_scratch_.begin(), penalty_scratch_.end());
+  for (size_t i = 0; i < penalty_scratch_.size();) {
+    const int32_t token = penalty_scratch_[i];
+    size_t n = 1;
+    while (i + n < penalty_scratch_.size() && penalty_scratch_[i + n] == token) ++n;
+    i += n;
+    if (token < 0 || token >= n_vocab_) continue;
+    float& logit = entry(token);
+    logit = penalized(logit, n, penalties);
+  }
+}
+
 int32_t Sampler::sample(std::span<const float> logits) {
   if (logits.size() != static_cast<size_t>(n_vocab_))
     fail("sampler: got {} logits for a vocabulary of {}", logits.size(), n_vocab_);
   Candidates& c = candidates_;
-  c.assign(logits);
-  for (const TokenBias& b : params_.logit_bias) c.data[static_cast<size_t>(b.token)].logit += b.bias;
-  const PenaltyParams penalties{params_.repeat_penalty, params_.frequency_penalty,
-                                params_.presence_penalty};
-  apply_penalties(c, recent(), penalties, penalty_scratch_);
+  const int k = params_.temp <= 0.0f ? 1 : params_.top_k;
+  if (k >= 1 && k <= kMaxSelectedTopK) {
+    // Only the k best matter to the rest of the chain: one pass picks them.
+    collect_changed(logits);
+    select_top_k(c, logits, k, changed_, skip_);
+    for (const TokenLogit& t : changed_) skip_[static_cast<size_t>(t.id)] = 0;
+  } else {
+    c.assign(logits);
+    for (const TokenBias& b : params_.logit_bias) c.data[static_cast<size_t>(b.token)].logit += b.bias;
+    const PenaltyParams penalties{params_.repeat_penalty, params_.frequency_penalty,
+                                  params_.presence_penalty};
+    apply_penalties(c, recent(), penalties, penalty_scratch_);
+  }
   const size_t best = argmax(c);
   if (!std::isfinite(c.data[best].logit))
     fail("sampler: no finite maximum among {} logits (max = {})", n_vocab_, c.data[best].logit);

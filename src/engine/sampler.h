@@ -15,8 +15,14 @@
 // tokens give the same tokens on every platform, whatever other sequences
 // do. Results are not bit-identical to llama.cpp's (different generator).
 //
+// Speed: where top_k (or greedy) leaves at most kMaxSelectedTopK
+// candidates, sample() finds them in one pass over the logits
+// (select_top_k) instead of copying and sorting every token; the result is
+// the same.
+//
 // Allocation: the constructor sizes all scratch (candidates [n_vocab], the
-// penalty window); sample() and accept() do not allocate.
+// penalty window); sample() and accept() do not allocate (beyond the list of
+// changed tokens growing to the logit_bias and window sizes once).
 // Thread safety: none; one Sampler per sequence, used by one thread at a time.
 #pragma once
 
@@ -30,6 +36,8 @@
 namespace cohort::engine {
 
 inline constexpr uint32_t kRandomSeed = 0xFFFFFFFF;  // LLAMA_DEFAULT_SEED: draw a seed
+// The largest top_k whose candidates sample() selects in one pass.
+inline constexpr int kMaxSelectedTopK = 1024;
 
 // A value added to one token's logit before anything else of the chain
 // (-inf bans the token), as llama.cpp's logit_bias sampler does.
@@ -84,6 +92,7 @@ class Sampler {
 
  private:
   double next_uniform();  // [0, 1), 53 random bits
+  void collect_changed(std::span<const float> logits);
   std::span<const int32_t> recent() const { return recent_; }
 
   SamplingParams params_;
@@ -95,6 +104,8 @@ class Sampler {
   size_t recent_next_ = 0;          // next slot to overwrite once full
   size_t window_ = 0;               // resolved repeat_last_n
   std::vector<int32_t> penalty_scratch_;  // [window_]
+  std::vector<TokenLogit> changed_;       // tokens logit_bias and penalties change, their new logits
+  std::vector<uint8_t> skip_;             // [n_vocab] 1 at the tokens of changed_ during sample()
 };
 
 }  // namespace cohort::engine

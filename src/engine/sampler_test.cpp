@@ -270,5 +270,73 @@ TEST(Sampler, RejectsLogitsItCannotSampleFrom) {
   EXPECT_EQ(s.sample(std::vector<float>{NAN, -inf, 0.0f}), 2);
 }
 
+// The chain of sampler.h written out from the filters over every token (the
+// way sample() runs where top_k is off): the reference for the one-pass
+// selection sample() uses where top_k is on.
+class ReferenceChain {
+ public:
+  ReferenceChain(const SamplingParams& p, int n_vocab) : p_(p), rng_(p.seed), n_vocab_(n_vocab) {}
+
+  int32_t sample(const std::vector<float>& logits) {
+    Candidates c;
+    c.assign(logits);
+    for (const TokenBias& b : p_.logit_bias) c.data[static_cast<size_t>(b.token)].logit += b.bias;
+    std::vector<int32_t> scratch;
+    const std::vector<int32_t> window(recent_.end() - std::min<ptrdiff_t>(recent_.size(), p_.repeat_last_n),
+                                      recent_.end());
+    apply_penalties(c, window, {p_.repeat_penalty, p_.frequency_penalty, p_.presence_penalty}, scratch);
+    if (p_.temp <= 0.0f) return c.data[argmax(c)].id;
+    apply_top_k(c, p_.top_k);
+    apply_top_p(c, p_.top_p);
+    apply_min_p(c, p_.min_p);
+    apply_temperature(c, p_.temp);
+    const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+    return c.data[draw(c, u)].id;
+  }
+  void accept(int32_t t) { recent_.push_back(t); }
+
+ private:
+  SamplingParams p_;
+  std::mt19937_64 rng_;
+  int n_vocab_;
+  std::vector<int32_t> recent_;
+};
+
+TEST(Sampler, TopKSelectionGivesTheTokensOfTheWholeChain) {
+  std::mt19937 rng(11);
+  const int n_vocab = 500;
+  for (int trial = 0; trial < 60; ++trial) {
+    SamplingParams p;
+    p.seed = 100 + static_cast<uint32_t>(trial);
+    p.temp = trial % 5 == 0 ? 0.0f : 0.5f + 0.1f * static_cast<float>(trial % 7);
+    p.top_k = std::vector<int>{1, 3, 40, 499, 500, 1024}[static_cast<size_t>(trial) % 6];
+    p.top_p = trial % 3 == 0 ? 1.0f : 0.9f;
+    p.min_p = trial % 4 == 0 ? 0.0f : 0.05f;
+    if (trial % 2 == 1) {  // penalties over a window of 16
+      p.repeat_penalty = 1.3f;
+      p.frequency_penalty = 0.2f;
+      p.presence_penalty = 0.1f;
+      p.repeat_last_n = 16;
+    }
+    if (trial % 3 != 2) {  // biases: a ban, a raise, one token twice
+      p.logit_bias = {{7, -std::numeric_limits<float>::infinity()}, {9, 4.0f}, {9, -1.5f}, {11, 2.0f}};
+    }
+    Sampler s(p, n_vocab);
+    ReferenceChain ref(p, n_vocab);
+    for (int step = 0; step < 40; ++step) {
+      // Coarse values: ties are common, and a raised or penalized token
+      // often crosses the k-th place.
+      std::vector<float> l(static_cast<size_t>(n_vocab));
+      std::uniform_int_distribution<int> grid(-12, 12);
+      for (float& x : l) x = 0.5f * static_cast<float>(grid(rng));
+      const int32_t want = ref.sample(l);
+      const int32_t got = s.sample(l);
+      ASSERT_EQ(got, want) << "trial " << trial << " step " << step;
+      s.accept(got);
+      ref.accept(want);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cohort::engine
