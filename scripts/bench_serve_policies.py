@@ -12,6 +12,11 @@ scripts/plot_itl.py.
 A Poisson mix (vllm's random dataset) is the pseudo-scenario
 `poisson:N:RATE:IN:OUT` (N requests at RATE per second, prompt and output
 lengths uniform within +-50% of IN and OUT tokens, seed 1).
+
+With --llama-server PATH, llama-server runs the same scenarios on the same
+model with the same -np, -c and -b, with continuous batching and with
+--no-cont-batching (rows "llama-server" and "llama-server no-cont"; its own
+flags, such as -ngl 99 -fa on -ub 1024 --cache-ram 0, through --llama-arg).
 """
 import argparse
 import json
@@ -32,11 +37,14 @@ def free_port():
         return s.getsockname()[1]
 
 
+LLAMA_MODES = {"llama-server": [], "llama-server no-cont": ["--no-cont-batching"]}
+
+
 def wait_ready(url, proc, timeout=300):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            sys.exit(f"error: cohort serve exited with {proc.returncode}")
+            sys.exit(f"error: the server exited with {proc.returncode}")
         try:
             with urllib.request.urlopen(url + "/health", timeout=2) as r:
                 if r.status == 200:
@@ -44,14 +52,20 @@ def wait_ready(url, proc, timeout=300):
         except OSError:
             pass
         time.sleep(0.2)
-    sys.exit("error: cohort serve not ready")
+    sys.exit("error: the server is not ready")
+
+
+def server_command(args, policy, port):
+    common = ["-m", args.model, "--port", str(port), "-np", str(args.parallel), "-c", str(args.ctx_size),
+              "-b", str(args.batch_size)]
+    if policy in LLAMA_MODES:
+        return [args.llama_server, *common, *LLAMA_MODES[policy], *args.llama_arg]
+    return [args.cohort, "serve", *common, "--phase-policy", policy, "-t", str(args.threads), *args.serve_arg]
 
 
 def run_one(args, scenario, policy, out_path):
     port = free_port()
-    serve = [args.cohort, "serve", "-m", args.model, "--port", str(port), "--phase-policy", policy,
-             "-np", str(args.parallel), "-c", str(args.ctx_size), "-b", str(args.batch_size),
-             "-t", str(args.threads), *args.serve_arg]
+    serve = server_command(args, policy, port)
     with open(out_path.with_suffix(".serve.log"), "w") as log:
         proc = subprocess.Popen(serve, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -117,12 +131,18 @@ def main():
     ap.add_argument("-t", "--threads", type=int, default=1,
                     help="cohort serve -t (1: on a busy machine two spinning workers slow each other down)")
     ap.add_argument("--serve-arg", action="append", default=[], help="extra argument for cohort serve")
+    ap.add_argument("--llama-server", help="llama-server binary: also measure it, with and without "
+                    "continuous batching")
+    ap.add_argument("--llama-arg", action="append", default=[], help="extra argument for llama-server")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    policies = [p for p in args.policies.split(",") if p]
+    if args.llama_server:
+        policies += list(LLAMA_MODES)
     for scenario in args.scenarios:
         reports = []
-        for policy in args.policies.split(","):
-            out = args.out / f"{scenario_name(scenario)}-{policy}.json"
+        for policy in policies:
+            out = args.out / f"{scenario_name(scenario)}-{policy.replace(' ', '-')}.json"
             reports.append((policy, run_one(args, scenario, policy, out)))
         table(scenario, reports)
 

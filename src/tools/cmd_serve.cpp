@@ -368,8 +368,8 @@ void serve(const ServeOptions& o) {
   }
   loaded.store(true);
   const server::ServedModel& m = *state.model();
-  fmt::print(stderr, "serve: ready: model '{}', {} slots, context {} tokens per request\n", m.id,
-             o.n_parallel, m.service->n_ctx());
+  fmt::print(stderr, "serve: ready: model '{}', {} slots, context {} tokens per request, phase policy {}\n", m.id,
+             o.n_parallel, m.service->n_ctx(), o.phase_policy);
   fmt::print(stderr, "serve: {}\n", backend::describe(m.service->memory()));
   http.wait();
   state.take().reset();  // the engine stops after the last HTTP thread has ended
@@ -390,8 +390,15 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--tags", o->tags, "comma list of tags that /models lists with the model");
   cmd->add_option("--parallel", o->n_parallel, "slots: requests served at once (-np)");
   add_decoder_flags(cmd, o->dec);
-  cmd->add_option("--phase-policy", o->phase_policy, "scheduling: cohort, mixed, no-cont or serial")
+  CLI::Option* policy = cmd->add_option("--phase-policy", o->phase_policy, "scheduling: cohort, mixed, no-cont or serial")
       ->check(CLI::IsMember({"cohort", "mixed", "no-cont", "serial"}));
+  // llama-server's switch between its two schedules, as the policies that are them.
+  cmd->add_flag_callback("--cont-batching", [o] { o->phase_policy = "mixed"; },
+                         "-cb: llama-server's continuous batching, i.e. --phase-policy mixed")
+      ->excludes(policy);
+  cmd->add_flag_callback("--no-cont-batching", [o] { o->phase_policy = "no-cont"; },
+                         "-nocb: llama-server without continuous batching, i.e. --phase-policy no-cont")
+      ->excludes(policy);
   cmd->add_option("--tg-quantum", o->tg_quantum, "cohort: end a decode phase after N steps when work waits (0: drain)");
   cmd->add_option("--trace-batches", o->trace_batches, "write the batch trace (JSON lines) to FILE");
   cmd->add_option("--max-body", o->max_body, "largest request body in bytes (larger: 413)");

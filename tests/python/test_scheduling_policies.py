@@ -7,6 +7,7 @@ an idle server burns no CPU. The batch trace (--trace-batches) is the witness.""
 import json
 import os
 import socket
+import subprocess
 import threading
 import time
 import urllib.request
@@ -277,3 +278,26 @@ def find_server_pid(url):
         if b"serve" in cmd and port.encode() in cmd:
             return int(pid)
     raise AssertionError("server process not found")
+
+
+@pytest.mark.parametrize("flag, policy", [("-cb", "mixed"), ("--cont-batching", "mixed"),
+                                          ("-nocb", "no-cont"), ("--no-cont-batching", "no-cont")])
+def test_llama_servers_batching_switch_names_a_policy(cohort_bin, default_model, flag, policy):
+    proc = subprocess.Popen([str(cohort_bin), "serve", "-m", str(default_model), "--port", "0", flag],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stderr:
+            if "ready:" in line:
+                assert line.rstrip().endswith(f"phase policy {policy}"), line
+                break
+        else:
+            pytest.fail(f"serve {flag} exited before it was ready")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def test_batching_switch_and_phase_policy_together_are_refused(cohort_bin, default_model):
+    res = subprocess.run([str(cohort_bin), "serve", "-m", str(default_model), "-nocb", "--phase-policy", "cohort"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode != 0 and "--phase-policy excludes --no-cont-batching" in res.stderr
