@@ -70,7 +70,8 @@ def run_one(args, scenario, policy, out_path):
         proc = subprocess.Popen(serve, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_ready(f"http://127.0.0.1:{port}", proc)
-        cmd = [args.cohort, "bench-serve", "--port", str(port), *workload_flags(scenario), "--label", policy,
+        cmd = [args.cohort, "bench-serve", "--port", str(port), *workload_flags(scenario),
+               "--label", policy + args.label_suffix,
                "--save-result", str(out_path), "-o", "md"]
         print("$ " + " ".join(cmd), file=sys.stderr)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
@@ -131,6 +132,7 @@ def main():
     ap.add_argument("-t", "--threads", type=int, default=1,
                     help="cohort serve -t (1: on a busy machine two spinning workers slow each other down)")
     ap.add_argument("--serve-arg", action="append", default=[], help="extra argument for cohort serve")
+    ap.add_argument("--label-suffix", default="", help="added to each report's label (the policy)")
     ap.add_argument("--llama-server", help="llama-server binary: also measure it, with and without "
                     "continuous batching")
     ap.add_argument("--llama-arg", action="append", default=[], help="extra argument for llama-server")
