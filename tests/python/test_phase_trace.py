@@ -44,9 +44,9 @@ def server(cohort_bin, model, tmp_path, policy, extra=(), n_parallel=4, batch=B)
         log.close()
 
 
-def complete(url, prompt, max_tokens, stream=False, timeout=600):
+def complete(url, prompt, max_tokens, stream=False, timeout=600, **fields):
     body = json.dumps({"prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
-                       "stream": stream}).encode()
+                       "stream": stream, **fields}).encode()
     req = urllib.request.Request(url + "/v1/completions", data=body,
                                  headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=timeout) as r:
@@ -104,7 +104,8 @@ def test_unequal_pair_under_mixed_does_mix(tmp_path, cohort_bin, default_model):
 
 def test_arrival_during_decode_waits_for_the_phase(tmp_path, cohort_bin, default_model):
     with server(cohort_bin, default_model, tmp_path, "cohort") as (url, trace_path):
-        first = threading.Thread(target=complete, args=(url, "Count to ten:", 48))
+        # all its tokens (no early end), enough to outlast the poll on a fast GPU
+        first = threading.Thread(target=complete, args=(url, "Count to ten:", 160), kwargs={"ignore_eos": True})
         first.start()
         # wait until the first request decodes, then send a second one
         for _ in range(600):

@@ -4,10 +4,13 @@ and clients that disconnect at random. No 5xx; every streamed answer that
 ran to its end has exactly usage.completion_tokens chunks and concatenates
 to the text of the same request sent without streaming (greedy), or parts
 from it only at a near tie; /metrics
-gauges return to zero; the server's memory does not grow across rounds."""
+gauges return to zero; the server's memory (and, on a GPU, the device's) does not
+grow across rounds. COHORT_LOAD_ROUND_SECONDS shortens the rounds."""
 import json
+import os
 import random
 import socket
+import subprocess
 import threading
 import time
 import urllib.request
@@ -16,7 +19,7 @@ from test_phase_trace import server
 
 CLIENTS = 64
 ROUNDS = 3
-ROUND_SECONDS = 20
+ROUND_SECONDS = int(os.environ.get("COHORT_LOAD_ROUND_SECONDS", "20"))
 # nats. Decoded in a batch or alone, the default model's logits differ by
 # rounding only, but it amplifies rounding: after 20 identical tokens the
 # two best logits of 'wind boat light' were 0.094 apart on one path and
@@ -36,6 +39,16 @@ def rss_kib(pid):
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise AssertionError("no VmRSS")
+
+
+def gpu_used_mib():
+    """Device memory in use on the first GPU, or None without nvidia-smi."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", "0"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return int(out.stdout.split()[0]) if out.returncode == 0 and out.stdout.strip() else None
 
 
 def server_pid(port):
@@ -165,7 +178,7 @@ def test_64_clients_with_disconnects(tmp_path, cohort_bin, default_model):
     with server(cohort_bin, default_model, tmp_path, "cohort", n_parallel=8, batch=256) as (url, _):
         port = int(url.rsplit(":", 1)[1])
         pid = server_pid(port)
-        failures, checked, rss = [], [], []
+        failures, checked, rss, gpu = [], [], [], []
         for round_ in range(ROUNDS):
             deadline = time.monotonic() + ROUND_SECONDS
             clients = [Client(url, 1000 * round_ + i, deadline, failures, checked)
@@ -185,6 +198,7 @@ def test_64_clients_with_disconnects(tmp_path, cohort_bin, default_model):
             assert m["cohort:requests_blocked_by_phase"] == 0, m
             assert m["cohort:cohort_size"] == 0, m
             rss.append(rss_kib(pid))
+            gpu.append(gpu_used_mib())
         assert not failures, failures[:10]
         assert len(checked) > 20, f"only {len(checked)} streamed answers completed"
         # no lost or duplicated tokens: a streamed answer equals the same request unstreamed
@@ -202,3 +216,6 @@ def test_64_clients_with_disconnects(tmp_path, cohort_bin, default_model):
                 assert_near_tie_divergence(whole["choices"][0], text, prompt)
     # memory: the last round holds no more than the first (allocator slack aside)
     assert rss[-1] <= rss[0] * 1.10 + 16 * 1024, rss
+    # and on a GPU (the server computes there when one is visible), its memory as well
+    if gpu[0] is not None:
+        assert gpu[-1] <= gpu[0] + 64, gpu
