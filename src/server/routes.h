@@ -10,12 +10,14 @@
 //              --metrics, as llama-server)
 //   embeddings: POST /v1/embeddings (OpenAI), POST /embedding and /embeddings
 //              (native); 501 unless ServedModel::embeddings (--embeddings)
+//   web page:  GET / and its files (webui_routes.cpp), unless --no-webui
 //
-// Every route but /health answers 503 "Loading model" until the model is
+// Every route but /health and the page's answers 503 "Loading model" until the model is
 // published in `state`. `state` must outlive the server.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "server/http_server.h"
 #include "server/served_model.h"
@@ -25,6 +27,11 @@ namespace cohort::server {
 void register_openai_routes(HttpServer& server, ServingState& state);
 void register_llama_routes(HttpServer& server, ServingState& state);
 void register_embedding_routes(HttpServer& server, ServingState& state);
+// The page's files (webui_assets.h), at the paths webui_paths() lists;
+// those need no API key (the page asks for one and sends it with its API
+// calls).
+void register_webui_routes(HttpServer& server);
+std::vector<std::string> webui_paths();
 
 // The build as llama-server names it, b<commits>-<commit>, for /props and
 // system_fingerprint.

@@ -16,8 +16,9 @@
 // the cache the slots always share, instead of -c / -np, as llama-server's.
 // --verbose makes answers carry llama-server's __verbose object (its
 // logging is not copied).
-// --no-slots turns /slots off, and /metrics is off unless --metrics (both
-// answer 501 when off, as llama-server). --chat-template-file /
+// --no-slots turns /slots and /v1/phase-events off, and /metrics is off
+// unless --metrics (they answer 501 when off, as llama-server).
+// --no-webui: no page at / (404), as llama-server's flag. --chat-template-file /
 // --chat-template replace the GGUF's template.
 //
 // Embeddings: --embedding / --embeddings turn the embedding routes on (off,
@@ -110,6 +111,7 @@ struct ServeOptions {
   std::string ssl_cert_file;               // --ssl-cert-file: PEM certificate chain (TLS)
   std::string ssl_key_file;                // --ssl-key-file: PEM private key (TLS)
   bool slots = true;                       // --slots / --no-slots: GET /slots (501 when off)
+  bool webui = true;                       // --webui / --no-webui: the page at /
   std::string chat_template_file;          // --chat-template-file: Jinja instead of the GGUF's
   std::string chat_template;               // --chat-template: a name (chatml) or Jinja source
   bool embeddings = false;                 // --embedding(s): the embedding routes answer
@@ -293,8 +295,8 @@ bool is_loopback(const std::string& host) {
   return true;
 }
 
-// As llama-server: with API keys, every route but /health and the model list
-// needs one. CORS: `*` unless keys are set (then none) or --cors-origin says;
+// As llama-server: with API keys, every route but /health, the model list
+// and the web page's files needs one. CORS: `*` unless keys are set (then none) or --cors-origin says;
 // with `*` and credentials (the default) the request's Origin is echoed.
 // Process-Start-Time-Unix: llama-server sends it on /metrics; here every
 // response carries it, so that a client sees a restart on any reply.
@@ -303,6 +305,9 @@ server::HttpServerOptions http_options(const ServeOptions& o) {
   h.api_keys = api_keys(o);
   h.max_connections = o.max_connections > 0 ? o.max_connections : default_max_connections();
   h.public_paths = {"/health", "/v1/health", "/models", "/v1/models"};
+  if (o.webui) {
+    for (std::string& p : server::webui_paths()) h.public_paths.push_back(std::move(p));
+  }
   h.cors = o.cors;
   h.cors.origins = o.cors_origin.value_or(h.api_keys.empty() ? "*" : "");
   h.common_headers.emplace_back("Process-Start-Time-Unix", std::to_string(std::time(nullptr)));
@@ -357,6 +362,7 @@ void serve(const ServeOptions& o) {
   server::register_openai_routes(http, state);
   server::register_llama_routes(http, state);
   server::register_embedding_routes(http, state);
+  if (o.webui) server::register_webui_routes(http);
   const int port = http.start(o.host, o.port);
   fmt::print(stderr, "serve: listening on {}://{}:{} (loading {})\n", o.ssl_cert_file.empty() ? "http" : "https",
              o.host, port, o.model);
@@ -431,6 +437,8 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--pooling", o->pooling,
                   "embeddings: none, mean, cls or last (default: the file's pooling type, else mean)");
   cmd->add_flag("--slots,!--no-slots", o->slots, "GET /slots (default: on; off: it answers 501)");
+  cmd->add_flag("--webui,!--no-webui", o->webui,
+                "the chat page with its phase view at / (default: on; off: / answers 404)");
   cmd->add_option("--chat-template-file", o->chat_template_file,
                   "Jinja chat template read from FILE, used instead of the model's");
   cmd->add_option("--chat-template", o->chat_template,
