@@ -203,7 +203,7 @@ grep -E "ERROR SUMMARY" "$log" || true
 serve_model=${COHORT_GPU_SERVE_MODEL:-$(python3 scripts/default_model.py 2>/dev/null || true)}
 if [ -n "$serve_model" ]; then
   echo "== serving tests against a GPU server ($(basename "$serve_model"))"
-  COHORT_BIN="$BIN/cohort" COHORT_TEST_MODEL="$serve_model" COHORT_LOAD_ROUND_SECONDS=${COHORT_LOAD_ROUND_SECONDS:-8} \
+  COHORT_TEST_GPU=1 COHORT_BIN="$BIN/cohort" COHORT_TEST_MODEL="$serve_model" COHORT_LOAD_ROUND_SECONDS=${COHORT_LOAD_ROUND_SECONDS:-8} \
     timeout 900 python3 -m pytest -q -p no:cacheprovider tests/python/test_phase_trace.py \
     tests/python/test_scheduling_policies.py tests/python/test_server_load.py >"$LOGS/serving-tests.txt" 2>&1 \
     || failed+=("serving tests")

