@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "engine/logprobs.h"
+#include "sched/phase_policy.h"
 
 namespace cohort::server {
 namespace {
@@ -38,7 +39,9 @@ EngineLoop::EngineLoop(const model::Model& model, const tokenizer::Tokenizer& to
       scheduler_(options.scheduler, kv_room_),
       slots_(static_cast<size_t>(options.scheduler.n_slots)),
       output_row_(static_cast<size_t>(options.scheduler.n_slots), -1),
-      hidden_rows_(static_cast<size_t>(options.scheduler.n_slots), {0, 0}) {
+      hidden_rows_(static_cast<size_t>(options.scheduler.n_slots), {0, 0}),
+      phase_feed_(PhaseFeedInfo{options.scheduler.n_slots, options.scheduler.n_batch,
+                                sched::policy_name(options.scheduler.policy), options.scheduler.tg_quantum}) {
   if (n_ctx_slot_ < 2) {
     fail("-c {} over {} slots leaves {} positions per slot; at least 2 are needed",
          options.decoder.n_ctx, options.scheduler.n_slots, n_ctx_slot_);
@@ -102,6 +105,8 @@ void EngineLoop::run() {
   while (!stop_.load()) {
     if (!forwarded) forward_cancellations();
     forwarded = false;
+    const bool watched = phase_feed_.watched();
+    const Clock::time_point step_start = watched ? Clock::now() : Clock::time_point{};
     const sched::BatchPlan& plan = scheduler_.plan();
     apply_endings(plan);
     apply_admissions(plan);
@@ -112,6 +117,7 @@ void EngineLoop::run() {
     if (!plan.has_work()) {
       deliver();
       if (!plan.ended.empty()) publish_slots();
+      if (watched && (!plan.ended.empty() || !plan.admitted.empty())) publish_phase(plan, step_start);
       scheduler_.wait_for_work(kIdleWait);
       continue;
     }
@@ -119,6 +125,7 @@ void EngineLoop::run() {
     forwarded = true;
     scheduler_.on_step_done(result_);
     publish_slots();
+    if (watched) publish_phase(plan, step_start);
   }
   deliver();
 }
@@ -139,6 +146,69 @@ void EngineLoop::publish_slots() {
   }
   std::lock_guard<std::mutex> lock(mutex_);
   slot_snapshot_ = std::move(snapshot);
+}
+
+// What slot `slot` did in the step of `plan`, just done: its row (prompt
+// chunk or decode), else what the scheduler holds it for (the barrier, a
+// park, another member's prefill turn).
+PhaseSlot EngineLoop::phase_slot(const sched::BatchPlan& plan, int slot) const {
+  PhaseSlot p;
+  const auto& s = slots_[static_cast<size_t>(slot)];
+  if (!s) return p;
+  p.request = s->id;
+  p.n_prompt = static_cast<int>(s->request.prompt.size());
+  p.n_generated = s->stream.n_generated();
+  p.ended = s->done;
+  const sched::PlanRow* row = plan.row_of(slot);
+  const bool sampled = (row != nullptr && row->kind == sched::RowKind::kDecode) || plan.samples_first(slot);
+  if (row != nullptr && row->kind == sched::RowKind::kPrompt) {
+    p.activity = SlotActivity::kPrefill;
+    p.n_tokens = row->n_tokens;
+    p.n_prefilled = row->pos + row->n_tokens;
+  } else if (sampled) {
+    p.activity = SlotActivity::kDecode;
+    p.n_tokens = row != nullptr ? 1 : 0;
+    p.n_prefilled = p.n_prompt;
+  } else if (const auto& r = scheduler_.slots()[static_cast<size_t>(slot)]; r && r->id == s->id) {
+    p.n_prefilled = r->n_prefilled;
+    switch (r->state) {
+      case sched::RequestState::kReady: p.activity = SlotActivity::kReady; break;
+      case sched::RequestState::kDecode: p.activity = r->parked ? SlotActivity::kParked : SlotActivity::kDecode; break;
+      case sched::RequestState::kPrefill: p.activity = SlotActivity::kWait; break;
+      default: break;
+    }
+  }
+  if (sampled && p.n_generated == 1) p.ttft_ms = millis(s->first_token - s->submitted);
+  if (sampled && p.n_generated > 1) p.gap_ms = millis(s->last_token_time - s->previous_token_time);
+  return p;
+}
+
+// The step just done as a PhaseFrame for the watchers (phase_feed.h).
+void EngineLoop::publish_phase(const sched::BatchPlan& plan, Clock::time_point step_start) {
+  PhaseFrame& f = phase_frame_;
+  const sched::SchedulerCounters c = scheduler_.counters();
+  f.step = plan.has_work() ? plan.step : -1;
+  f.t_ms = phase_feed_.now_ms();
+  f.step_ms = millis(Clock::now() - step_start);
+  f.phase = sched::phase_label(plan.phase);
+  f.cohort_size = c.cohort_size;
+  f.n_queued = c.n_queued;
+  f.n_blocked = c.n_blocked;
+  f.n_parked = c.n_parked;
+  f.slots.clear();
+  for (int i = 0; i < static_cast<int>(slots_.size()); ++i) f.slots.push_back(phase_slot(plan, i));
+  f.admitted.clear();
+  for (const sched::Admission& a : plan.admitted) f.admitted.push_back(a.id);
+  f.ended.clear();
+  for (const sched::Ending& e : plan.ended) f.ended.push_back({e.id, sched::reason_name(e.reason)});
+  f.queued.clear();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [id, p] : pending_) f.queued.push_back(id);
+  }
+  std::sort(f.queued.begin(), f.queued.end());
+  if (f.queued.size() > PhaseFeed::kMaxQueuedIds) f.queued.resize(PhaseFeed::kMaxQueuedIds);
+  phase_feed_.publish(f);
 }
 
 // A handle cancelled by its HTTP thread (client gone) becomes a scheduler
@@ -355,6 +425,7 @@ void EngineLoop::sample_slot(int slot, std::span<const float> logits, std::vecto
   } else {
     d.itl = seconds(now - s.last_token_time);
   }
+  s.previous_token_time = s.last_token_time;
   s.last_token_time = now;
   if (s.stream.finished()) {
     result.stopped.push_back(slot);

@@ -22,8 +22,13 @@
 // logits, which the loop collects step by step into the slot, and the
 // request's final event, made in the step of its last chunk, carries them.
 //
-// Thread safety: submit() and stats() from any thread; everything else runs
-// on the engine thread, which the constructor starts and the destructor
+// The phase view (phase_feed.h): while someone watches, each step that the
+// batch trace would record also becomes a PhaseFrame, built after the step
+// from the plan and the slots; with no watcher, a step costs one relaxed
+// load more.
+//
+// Thread safety: submit(), stats() and phase_feed() from any thread;
+// everything else runs on the engine thread, which the constructor starts and the destructor
 // joins.
 #pragma once
 
@@ -70,6 +75,7 @@ class EngineLoop final : public GenerationService {
   ServiceStats stats() const override;
   int n_ctx() const override { return n_ctx_slot_; }
   backend::MemoryUse memory() const override { return decoder_.memory(); }
+  PhaseFeed* phase_feed() override { return &phase_feed_; }
 
  private:
   struct Pending {  // submitted, not yet in a slot
@@ -91,6 +97,8 @@ class EngineLoop final : public GenerationService {
   void count_step();
   void add_usage(const Usage& usage);
   void publish_slots();
+  void publish_phase(const sched::BatchPlan& plan, Clock::time_point step_start);
+  PhaseSlot phase_slot(const sched::BatchPlan& plan, int slot) const;
   void finish(SlotState& s, engine::FinishReason reason, const std::string& error);
   void report_progress(const SlotState& s, int processed);
   std::string end_message(sched::EndReason reason) const;
@@ -122,6 +130,9 @@ class EngineLoop final : public GenerationService {
   // llama-server's); stats() adds the scheduler's. GUARDED_BY(mutex_)
   ServiceStats totals_;
   std::vector<ServiceStats::Slot> slot_snapshot_;          // GUARDED_BY(mutex_)
+
+  PhaseFeed phase_feed_;
+  PhaseFrame phase_frame_;  // engine thread's scratch, reused step after step
 
   std::atomic<bool> stop_{false};
   std::thread thread_;

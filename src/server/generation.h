@@ -22,6 +22,7 @@
 #include "engine/pooling.h"
 #include "engine/sampler.h"
 #include "engine/stop.h"
+#include "server/phase_feed.h"
 
 namespace cohort::server {
 
@@ -181,6 +182,9 @@ class GenerationService {
   virtual int n_ctx() const = 0;     // context capacity of one request, in tokens
   // Where the model runs and the memory it holds there.
   virtual backend::MemoryUse memory() const = 0;
+  // The steps as they happen, for the phase view; nullptr where the
+  // service has none.
+  virtual PhaseFeed* phase_feed() { return nullptr; }
 };
 
 }  // namespace cohort::server

@@ -19,6 +19,7 @@ class LocalEngine final : public GenerationService {
   ServiceStats stats() const override { return loop_.stats(); }
   int n_ctx() const override { return loop_.n_ctx(); }
   backend::MemoryUse memory() const override { return loop_.memory(); }
+  PhaseFeed* phase_feed() override { return loop_.phase_feed(); }
 
  private:
   std::unique_ptr<model::Model> model_;

@@ -10,6 +10,8 @@
 //              --metrics, as llama-server)
 //   embeddings: POST /v1/embeddings (OpenAI), POST /embedding and /embeddings
 //              (native); 501 unless ServedModel::embeddings (--embeddings)
+//   cohort:    GET /v1/phase-events (and /phase-events): the phase view's
+//              stream of engine steps (phase_routes.cpp); 501 with --no-slots
 //   web page:  GET / and its files (webui_routes.cpp), unless --no-webui
 //
 // Every route but /health and the page's answers 503 "Loading model" until the model is
@@ -27,6 +29,7 @@ namespace cohort::server {
 void register_openai_routes(HttpServer& server, ServingState& state);
 void register_llama_routes(HttpServer& server, ServingState& state);
 void register_embedding_routes(HttpServer& server, ServingState& state);
+void register_phase_routes(HttpServer& server, ServingState& state);
 // The page's files (webui_assets.h), at the paths webui_paths() lists;
 // those need no API key (the page asks for one and sends it with its API
 // calls).

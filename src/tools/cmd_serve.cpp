@@ -362,6 +362,7 @@ void serve(const ServeOptions& o) {
   server::register_openai_routes(http, state);
   server::register_llama_routes(http, state);
   server::register_embedding_routes(http, state);
+  server::register_phase_routes(http, state);
   if (o.webui) server::register_webui_routes(http);
   const int port = http.start(o.host, o.port);
   fmt::print(stderr, "serve: listening on {}://{}:{} (loading {})\n", o.ssl_cert_file.empty() ? "http" : "https",
