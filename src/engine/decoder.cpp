@@ -50,7 +50,7 @@ std::unique_ptr<backend::Backend> make_backend(const model::HParams& hp, const D
                                                const std::string& transport) {
   const kv::KvCacheShape kv = kv_shape(hp, o);
   backend::BackendOptions bo;
-  const backend::DeviceChoice where = backend::choose_device(device, o.n_gpu_layers);
+  const backend::DeviceChoice where = o.device_of(device);
   bo.device = where.device;
   bo.device_index = where.index;
   bo.n_threads = n_threads;
@@ -87,7 +87,7 @@ Decoder::Decoder(const model::Model& model, const DecoderOptions& options)
     group_ = std::make_unique<comm::CpuGroup>(n, options_.poll);
   }
   std::vector<backend::DeviceChoice> where;
-  for (const std::string& d : devs) where.push_back(backend::choose_device(d, options_.n_gpu_layers));
+  for (const std::string& d : devs) where.push_back(options_.device_of(d));
   const std::string transport = plan_ ? backend::resolve_transport(options_.transport(), where) : options_.transport();
   for (int r = 0; r < n; ++r) {
     std::unique_ptr<model::RankForward> own = plan_ ? model.bind_rank(*plan_, r) : nullptr;

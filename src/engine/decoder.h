@@ -69,7 +69,7 @@ struct DecoderOptions {
   int n_threads = 0;     // 0: hardware threads (-t)
   int poll = kDefaultPoll;  // how long waiting threads spin before sleeping, 0..100 (--poll)
   int block_size = kv::kDefaultBlockSize;
-  bool exact = false;    // CPU reference path: F32 activations in every dot product (--exact)
+  bool exact = false;    // CPU reference path: F32 activations in every dot product (--exact; the CPU only)
   std::string cache_type_k = "f16";  // -ctk: the KV cache's K type: f32, f16, bf16 or q8_0
   std::string cache_type_v = "f16";  // -ctv
 
@@ -81,6 +81,10 @@ struct DecoderOptions {
   int n_ranks() const { return static_cast<int>(devices().size()); }
   // -ar, or COHORT_ALLREDUCE where it is set.
   std::string transport() const;
+  // Where -dev entry `dev` computes (backend::choose_device with -ngl). --exact
+  // is the CPU's reference path: without -dev it computes on the CPU even
+  // where a GPU is visible, and a GPU named by -dev is an error.
+  backend::DeviceChoice device_of(const std::string& dev) const;
 };
 
 class Decoder {

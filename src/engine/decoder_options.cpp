@@ -31,7 +31,7 @@ void validate_split(const DecoderOptions& o) {
   if (ar != "p2p" && ar != "host" && ar != "nccl") fail("-ar {}: unknown transport (nccl, host, p2p)", ar);
   if (split_mode == "tensor") {
     std::vector<backend::DeviceChoice> where;
-    for (const std::string& d : devs) where.push_back(backend::choose_device(d, o.n_gpu_layers));
+    for (const std::string& d : devs) where.push_back(o.device_of(d));
     for (const backend::DeviceChoice& w : where) {
       if (w.device != where.front().device) {
         fail("-sm tensor -dev {}: every rank must be on the same kind of device (all cpu or all cuda)", device);
@@ -49,6 +49,15 @@ void validate_split(const DecoderOptions& o) {
 
 }  // namespace
 
+backend::DeviceChoice DecoderOptions::device_of(const std::string& dev) const {
+  const backend::DeviceChoice where = backend::choose_device(dev, exact && dev.empty() ? 0 : n_gpu_layers);
+  if (exact && where.device != backend::Device::cpu) {
+    fail("--exact is the CPU's reference path (F32 activations in every dot product); -dev {} is a GPU "
+         "(use -dev cpu, or leave -dev out)", dev);
+  }
+  return where;
+}
+
 void DecoderOptions::validate() const {
   if (n_ctx < 1) fail("-c (context size) must be at least 1, got {}", n_ctx);
   if (n_batch < 1) fail("-b (batch size) must be at least 1, got {}", n_batch);
@@ -59,6 +68,9 @@ void DecoderOptions::validate() const {
   kv::cache_type(cache_type_k, "-ctk");
   kv::cache_type(cache_type_v, "-ctv");
   validate_split(*this);
+  if (exact) {
+    for (const std::string& d : devices()) device_of(d);  // names a GPU under --exact
+  }
 }
 
 std::vector<std::string> DecoderOptions::devices() const {

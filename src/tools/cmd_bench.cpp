@@ -191,7 +191,7 @@ BenchRecord configuration_record(const model::Model& model, const BenchOptions& 
   if (d.split_mode == "tensor") r.allreduce = d.transport();
   r.type_k = d.cache_type_k;
   r.type_v = d.cache_type_v;
-  const backend::DeviceChoice where = backend::choose_device(d.devices().front(), d.n_gpu_layers);
+  const backend::DeviceChoice where = d.device_of(d.devices().front());
   if (where.device == backend::Device::cuda) {
     r.backend = "CUDA";
     r.n_gpu_layers = static_cast<int>(model.hparams().n_layer);
