@@ -35,7 +35,8 @@ stage() {
 }
 
 install_test_deps() {
-  apt_install clang libclang-rt-14-dev
+  # chromium and its driver: the web page's browser tests (test_webui_browser.py).
+  apt_install clang libclang-rt-14-dev chromium chromium-driver
   python3 -m pip install -q --disable-pip-version-check -r tests/requirements.txt
   scripts/llama_cpp_variant.sh native
   LLAMA_AVX2=$(scripts/llama_cpp_variant.sh avx2)
