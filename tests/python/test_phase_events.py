@@ -1,9 +1,11 @@
 """GET /v1/phase-events, the phase view's stream: one event per engine step,
 which must say what the batch trace of the same run says (rows, first
-tokens, the barrier), for the unequal pair of REQUIREMENTS.md §1; and
+tokens, the barrier), for the unequal pair of REQUIREMENTS.md §1; a
+decoding request parked by --tg-quantum while a newcomer prefills; and
 nothing with --no-slots."""
 import http.client
 import json
+import socket
 import threading
 import time
 import urllib.error
@@ -11,7 +13,7 @@ import urllib.parse
 import urllib.request
 
 from conftest import serving
-from test_phase_trace import LONG, SHORT, read_trace, run_pair
+from test_phase_trace import LONG, SHORT, complete, read_trace, run_pair
 
 
 class PhaseStream:
@@ -46,6 +48,11 @@ class PhaseStream:
         raise AssertionError(f"not seen in {timeout} s; events: {self.events[-5:]}")
 
     def close(self):
+        # Shut the socket first: closing the response waits for the reader
+        # thread's read, which a quiet stream would hold until its keep-alive.
+        if self.conn.sock is not None:
+            self.conn.sock.shutdown(socket.SHUT_RDWR)
+        self.thread.join(timeout=10)
         self.conn.close()
 
 
@@ -110,3 +117,22 @@ def test_no_slots_turns_the_stream_off(cohort_bin, default_model, tmp_path):
         except urllib.error.HTTPError as e:
             assert e.code == 501
             assert json.loads(e.read())["error"]["type"] == "not_supported_error"
+
+
+def test_tg_quantum_parks_the_decoding_request_while_a_new_one_prefills(cohort_bin, default_model, tmp_path):
+    args = ["-np", "2", "-c", "2048", "-b", "32", "--phase-policy", "cohort", "--tg-quantum", "4"]
+    with serving(cohort_bin, default_model, args, tmp_path) as url:
+        stream = PhaseStream(url)
+        stream.wait_for(lambda ev: ev and ev[0]["type"] == "hello")
+        first = threading.Thread(target=complete, args=(url, "Count to a hundred.", 48),
+                                 kwargs={"ignore_eos": True})
+        first.start()
+        stream.wait_for(lambda ev: any(s["state"] == "decode" for e in ev if e["type"] == "step"
+                                       for s in e["slots"]))
+        complete(url, SHORT, 4)
+        first.join()
+        stream.close()
+    steps = [e for e in stream.events if e["type"] == "step"]
+    parked = [e for e in steps if any(s["state"] == "parked" for s in e["slots"])]
+    assert parked and all(e["parked"] == 1 and e["phase"] == "prefill" for e in parked), steps
+    assert any(any(s["state"] == "prefill" for s in e["slots"]) for e in parked)
