@@ -1,9 +1,10 @@
 """The page at / in a real browser (Debian's chromium and chromium-driver,
 driven through Selenium): a chat message streams an answer whose text is the
-API's for the same seed and settings; and the phase view shows, in the
-page's own DOM, the shorter of an unequal pair waiting at the barrier while
-the longer one prefilled. Screenshots of both go to build-logs/webui/
-(COHORT_ARTIFACTS overrides), which scripts/test.sh keeps with its logs."""
+API's for the same seed and settings; stop ends it and frees the slot; and
+the phase view shows, in the page's own DOM, the shorter of an unequal pair
+waiting at the barrier while the longer one prefilled. Screenshots go to
+build-logs/webui/ (COHORT_ARTIFACTS overrides), which scripts/test.sh keeps
+with its logs."""
 import json
 import os
 import pathlib
@@ -89,6 +90,29 @@ def test_chat_streams_the_apis_answer_for_the_same_seed(server, browser):
     assert shown and shown == answer["choices"][0]["message"]["content"]
     assert model == answer["model"]
     assert "tokens/s" in meta and f"{answer['usage']['completion_tokens']} tokens" in meta
+
+
+def test_stop_ends_the_answer_and_frees_the_slot(server, browser):
+    from selenium.webdriver.common.by import By
+    browser.get(server + "/")
+    wait_until(browser, "document.getElementById('temperature').value !== ''")
+    set_field(browser, "max_tokens", 900)
+    browser.find_element(By.ID, "prompt").send_keys("Write a very long story about the sea.")
+    browser.find_element(By.ID, "send").click()
+    wait_until(browser, "(t => t && t.textContent.length > 0)(document.querySelector('.msg.assistant .text'))")
+    browser.find_element(By.ID, "stop").click()
+    state = wait_until(browser, "(s => s !== 'streaming' && s)(document.querySelector('.msg.assistant').dataset.state)")
+    assert state == "stopped"
+    assert "stopped" in browser.execute_script("return document.querySelector('.msg.assistant .meta').textContent")
+    # The server cancelled the request: its slots are idle again.
+    deadline = time.monotonic() + 10
+    while True:
+        with urllib.request.urlopen(server + "/slots", timeout=10) as r:
+            slots = json.loads(r.read())
+        if not any(s["is_processing"] for s in slots):
+            break
+        assert time.monotonic() < deadline, slots
+        time.sleep(0.05)
 
 
 def test_phase_view_shows_the_short_prompt_at_the_barrier(server, browser):
