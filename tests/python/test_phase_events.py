@@ -136,3 +136,17 @@ def test_tg_quantum_parks_the_decoding_request_while_a_new_one_prefills(cohort_b
     parked = [e for e in steps if any(s["state"] == "parked" for s in e["slots"])]
     assert parked and all(e["parked"] == 1 and e["phase"] == "prefill" for e in parked), steps
     assert any(any(s["state"] == "prefill" for s in e["slots"]) for e in parked)
+
+
+def test_no_frame_is_made_while_nobody_watches(cohort_bin, default_model, tmp_path):
+    with serving(cohort_bin, default_model, ARGS, tmp_path) as url:
+        complete(url, SHORT, 4)  # steps with no stream open
+        stream = PhaseStream(url)
+        stream.wait_for(lambda ev: ev and ev[0]["type"] == "hello")
+        complete(url, SHORT, 4)
+        stream.wait_for(lambda ev: any(e["type"] == "step" and e["step"] >= 0 for e in ev))
+        stream.close()
+    steps = [e for e in stream.events if e["type"] == "step"]
+    # The feed numbers the frames it made: the first seen is the first made.
+    assert steps[0]["seq"] == 1, steps[0]
+    assert min(e["step"] for e in steps if e["step"] >= 0) > 0  # the earlier steps made none
