@@ -175,7 +175,7 @@ function drawGaps() {
   const lo = Math.max(0, phase.col - Math.floor(w / 3));
   ctx.fillStyle = "#6b6b70";
   ctx.font = "10px sans-serif";
-  ctx.fillText(top.toFixed(0) + " ms", 2, 10);
+  ctx.fillText(top.toFixed(0) + " ms (a TTFT above it is drawn at the top)", 4, 11);
   for (const g of phase.gaps) {
     if (g.col < lo) continue;
     const x = (g.col - lo) * 3 + 2;
