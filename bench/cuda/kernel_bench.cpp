@@ -515,7 +515,7 @@ int run() {
   if (wanted("elementwise")) bench_elementwise();
   if (wanted("attention")) {
     for (int64_t n_seq : {1, 8}) {
-      for (int64_t ctx : {128, 1024, 8192}) bench_attention(n_seq, ctx, ceiling);
+      for (int64_t ctx : {128, 1024, 8192, 32768}) bench_attention(n_seq, ctx, ceiling);
     }
   }
   if (wanted("prefill_attention")) {

@@ -6,14 +6,17 @@
 // split of shape.split_tokens tokens): a token's K (and V) row of one KV
 // head is head_dim elements, read by D/8 lanes with one load of 8 each (and
 // for Q8_0 the scale of their block), so a warp takes 32 / (D/8) tokens per
-// step and 4 warps interleave over the split. Every lane keeps, for each of the G query heads sharing the KV head
-// (grouped-query: K/V are read once for all of them), an online-softmax
-// state (max, sum, output for its 8 dims) in log2 units (q is prescaled by
-// scale * log2(e)). States are merged across the lane groups of a warp
-// (shuffles), then across warps (shared memory), and written to the
-// workspace. Stage 2 merges the splits of each (sequence, head) and
-// normalises, a thread per 8 dims, and quantizes what it writes where the
-// caller asks (quantize8.cuh: the input of the int8 output projection).
+// step. A warp iteration is 4, 8 or 16 tokens of one KV block, every load
+// of it issued before the first is used, and the 4 warps take turns over
+// the split's iterations. Every lane keeps, for each of the G query heads
+// sharing the KV head (grouped-query: K/V are read once for all of them), an
+// online-softmax state (max, sum, output for its 8 dims) in log2 units (q is
+// prescaled by scale * log2(e)), updated once an iteration. States are
+// merged across the lane groups of a warp (shuffles), then across warps
+// (shared memory), and written to the workspace. Stage 2 merges the splits
+// of each (sequence, head) and normalises, a thread per 8 dims, and
+// quantizes what it writes where the caller asks (quantize8.cuh: the input
+// of the int8 output projection).
 #include "backend/cuda/attention_kernels.h"
 
 #include <cmath>
@@ -73,6 +76,15 @@ __device__ __forceinline__ float merge_weight(float m, float top) {
   return m == -INFINITY ? 0.0f : exp2f(m - top);
 }
 
+// Tokens a warp takes per iteration of the split kernel: its loads of K
+// and V for all of them are issued before any is used (the bytes in flight
+// that a memory-bound loop needs), and they lie in one KV block, so one
+// block-table entry serves them. Fewer where many query heads share a KV
+// head (their scores and outputs take the registers).
+__host__ __device__ constexpr int iteration_tokens(int d, int g) {
+  return d <= 128 && d * g <= 512 ? 16 : d * g <= 1024 ? 8 : 4;
+}
+
 template <int D, int G, KvType kType>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_split_kernel(KvCacheView cache, const __nv_bfloat16* __restrict__ q,
@@ -81,6 +93,9 @@ __global__ void __launch_bounds__(kWarps * 32)
   wait_then_launch_dependents();
   constexpr int kLanes = D / 8;            // lanes per token
   constexpr int kTokens = 32 / kLanes;     // tokens per warp step
+  constexpr int kIter = iteration_tokens(D, G);
+  constexpr int kSteps = kIter / kTokens;  // warp steps per iteration
+  static_assert(kKvBlockSize % kIter == 0 && kIter % kTokens == 0, "an iteration is whole steps in one KV block");
   const int group_size = shape.n_head / shape.n_head_kv;
   const int n_chunks = group_size / G;
   const int kvh = static_cast<int>(blockIdx.x) / n_chunks, chunk = static_cast<int>(blockIdx.x) % n_chunks;
@@ -109,43 +124,70 @@ __global__ void __launch_bounds__(kWarps * 32)
 
   const int table_row = shape.table_rows != nullptr ? shape.table_rows[seq] : seq;
   const int32_t* table = block_table + static_cast<int64_t>(table_row) * shape.max_blocks;
-  // The step start is the same for the whole warp, so the loop (and its
-  // shuffles) stays converged; lanes past `end` load nothing and skip the update.
-  for (int j0 = begin + warp * kTokens; j0 < end; j0 += kWarps * kTokens) {
-    const int j = j0 + token_in_step;
-    const bool valid = j < end;
-    uint4 kraw = make_uint4(0, 0, 0, 0), vraw = kraw;
-    if (valid) {
-      const int64_t slot = static_cast<int64_t>(table[j / kKvBlockSize]) * kKvBlockSize + j % kKvBlockSize;
-      const int64_t off = (slot * shape.n_head_kv + kvh) * D + 8 * sub;
-      kraw = load_kv8<kType>(cache.k, cache.k_scale, off);
-      vraw = load_kv8<kType>(cache.v, cache.v_scale, off);
-    }
-    float k[8];
-    unpack_kv8<kType>(kraw, k);
-    float s[G];
+  // Warp w takes iterations w, w + kWarps, ... of the split; the next
+  // iteration's table entry is read while this one's K and V arrive. The
+  // iteration start is the same for the whole warp, so the loop (and its
+  // shuffles) stays converged; lanes past `end` load nothing.
+  constexpr int kStride = kWarps * kIter;
+  int j0 = begin + warp * kIter;
+  int64_t block = j0 < end ? table[j0 / kKvBlockSize] : 0;
+  for (; j0 < end; j0 += kStride) {
+    const int64_t next = j0 + kStride < end ? table[(j0 + kStride) / kKvBlockSize] : 0;
+    uint4 kraw[kSteps], vraw[kSteps];
 #pragma unroll
-    for (int g = 0; g < G; ++g) {
-      s[g] = 0.0f;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) s[g] = fmaf(qv[g][i], k[i], s[g]);
-#pragma unroll
-      for (int o = kLanes / 2; o > 0; o /= 2) s[g] += __shfl_xor_sync(0xFFFFFFFFu, s[g], o);
-    }
-    if (valid) {
-      float v[8];
-      unpack_kv8<kType>(vraw, v);
-#pragma unroll
-      for (int g = 0; g < G; ++g) {
-        const float top = fmaxf(m[g], s[g]);
-        const float corr = exp2f(m[g] - top);  // 0 for the first token (m = -inf)
-        const float p = exp2f(s[g] - top);
-        l[g] = fmaf(l[g], corr, p);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) acc[g][i] = fmaf(acc[g][i], corr, p * v[i]);
-        m[g] = top;
+    for (int s = 0; s < kSteps; ++s) {
+      const int j = j0 + s * kTokens + token_in_step;
+      kraw[s] = vraw[s] = make_uint4(0, 0, 0, 0);
+      if (j < end) {
+        const int64_t slot = block * kKvBlockSize + j % kKvBlockSize;
+        const int64_t off = (slot * shape.n_head_kv + kvh) * D + 8 * sub;
+        kraw[s] = load_kv8<kType>(cache.k, cache.k_scale, off);
+        vraw[s] = load_kv8<kType>(cache.v, cache.v_scale, off);
       }
     }
+    // Scores of the iteration's tokens (-inf past `end`), then one online-
+    // softmax update with their maximum.
+    float sc[G][kSteps];
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+      float k[8];
+      unpack_kv8<kType>(kraw[s], k);
+      const bool valid = j0 + s * kTokens + token_in_step < end;
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        float dot = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) dot = fmaf(qv[g][i], k[i], dot);
+#pragma unroll
+        for (int o = kLanes / 2; o > 0; o /= 2) dot += __shfl_xor_sync(0xFFFFFFFFu, dot, o);
+        sc[g][s] = valid ? dot : -INFINITY;
+      }
+    }
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      float top = m[g];
+#pragma unroll
+      for (int s = 0; s < kSteps; ++s) top = fmaxf(top, sc[g][s]);
+      const float corr = merge_weight(m[g], top);  // 0 while the state is empty
+      l[g] *= corr;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[g][i] *= corr;
+      m[g] = top;
+#pragma unroll
+      for (int s = 0; s < kSteps; ++s) sc[g][s] = merge_weight(sc[g][s], top);  // exp2(score - top), 0 past end
+    }
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+      float v[8];
+      unpack_kv8<kType>(vraw[s], v);
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        l[g] += sc[g][s];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[g][i] = fmaf(sc[g][s], v[i], acc[g][i]);
+      }
+    }
+    block = next;
   }
 
   // Merge the token groups of the warp (lanes sub, sub + kLanes, ...).
