@@ -122,6 +122,7 @@ void EngineLoop::run() {
       continue;
     }
     execute(plan);
+    if (options_.step_delay.count() > 0) std::this_thread::sleep_for(options_.step_delay);
     forwarded = true;
     scheduler_.on_step_done(result_);
     publish_slots();

@@ -33,6 +33,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -61,6 +62,12 @@ struct EngineOptions {
   // share, instead of -c / slots; a request that finds no room left ends
   // with a "context size has been exceeded" error, as llama-server's.
   bool kv_unified = false;
+  // A pause after every step with work (COHORT_STEP_DELAY_MS; 0: none). For
+  // tests only: a GPU runs a tiny model's step in about a millisecond, faster
+  // than the serving tests' polls of the batch trace, so they pace it to the
+  // CPU's speed to see the states they wait for (a request decoding, another
+  // blocked, a member READY at the barrier).
+  std::chrono::milliseconds step_delay{0};
 };
 
 class EngineLoop final : public GenerationService {

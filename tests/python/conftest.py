@@ -7,7 +7,11 @@ installed: the GPU script runs the serving tests on a model with its tokenizer).
 
 The binaries under test compute on the CPU: a visible GPU would otherwise be
 chosen by default and the references compared with the GPU's arithmetic.
-COHORT_TEST_GPU=1 leaves the GPUs visible (the GPU script's serving tests).
+COHORT_TEST_GPU=1 leaves the GPUs visible (the GPU script's serving tests)
+and paces the servers' steps to about the CPU's speed (COHORT_STEP_DELAY_MS,
+default 20 there): a GPU runs the test model's steps in about a millisecond,
+so a request would finish before a test's poll of the batch trace sees the
+state it waits for (decoding, blocked, READY at the barrier).
 """
 import contextlib
 import os
@@ -27,6 +31,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
 if os.environ.get("COHORT_TEST_GPU") != "1":
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
+else:
+    os.environ.setdefault("COHORT_STEP_DELAY_MS", "20")
 
 
 def _default_model() -> pathlib.Path:

@@ -1,7 +1,8 @@
 """Load: 64 concurrent clients for 60 s (three rounds of 20 s) against a real
 server on loopback, with mixed prompt and output lengths, streaming and not,
 and clients that disconnect at random. No 5xx; every streamed answer that
-ran to its end has exactly usage.completion_tokens chunks and concatenates
+ran to its end has usage.completion_tokens chunks (fewer only where a
+character spans tokens) and concatenates
 to the text of the same request sent without streaming (greedy), or parts
 from it only at a near tie; /metrics
 gauges return to zero; the server's memory (and, on a GPU, the device's) does not
@@ -203,9 +204,13 @@ def test_64_clients_with_disconnects(tmp_path, cohort_bin, default_model):
         assert len(checked) > 20, f"only {len(checked)} streamed answers completed"
         # no lost or duplicated tokens: a streamed answer equals the same request unstreamed
         for prompt, max_tokens, text, n, finish, completion_tokens in checked[:40]:
-            # one chunk per token; an end-of-generation token is counted, not sent
+            # one chunk per token; an end-of-generation token is counted, not
+            # sent; a token that ends inside a UTF-8 character sends nothing
+            # until a later one completes it (a random-weight test model's
+            # byte-level tokens do that; the default model's answers are ASCII)
             assert len(finish) == 1, finish
-            assert n == completion_tokens or (finish[0] == "stop" and n == completion_tokens - 1)
+            assert (n == completion_tokens or (finish[0] == "stop" and n == completion_tokens - 1)
+                    or (n < completion_tokens and not text.isascii())), (n, completion_tokens, text)
             status, payload = request(url, {"prompt": prompt, "max_tokens": max_tokens,
                                             "temperature": 0, "logprobs": 5})
             whole = json.loads(payload)
