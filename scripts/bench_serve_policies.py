@@ -74,7 +74,10 @@ def run_one(args, scenario, policy, out_path):
                "--label", policy + args.label_suffix,
                "--save-result", str(out_path), "-o", "md"]
         print("$ " + " ".join(cmd), file=sys.stderr)
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        # a run whose requests all failed still writes its report (and exits 1)
+        subprocess.run(cmd, stdout=subprocess.DEVNULL)
+        if not out_path.exists():
+            raise RuntimeError(f"bench-serve wrote no report (server log: {out_path.with_suffix('.serve.log')})")
     finally:
         proc.terminate()
         proc.wait(timeout=60)
@@ -145,7 +148,10 @@ def main():
         reports = []
         for policy in policies:
             out = args.out / f"{scenario_name(scenario)}-{policy.replace(' ', '-')}.json"
-            reports.append((policy, run_one(args, scenario, policy, out)))
+            try:
+                reports.append((policy, run_one(args, scenario, policy, out)))
+            except Exception as e:  # one broken run must not lose the others' figures
+                print(f"{scenario_name(scenario)}, {policy}: {e}", file=sys.stderr)
         table(scenario, reports)
 
 

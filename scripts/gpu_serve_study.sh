@@ -12,7 +12,10 @@
 # Markdown tables on stdout; JSON reports and the inter-token-gap plots
 # (itl-<scenario>.png) under ${OUT:-/tmp/cohort-serve}.
 # MODEL names the GGUF (default: written here); VOCAB names a GGUF whose
-# tokenizer the written model gets (default: synthetic).
+# tokenizer the written model gets (the default model, or a GGUF of its
+# tokenizer.* keys alone). Without it the model's tokenizer is synthetic,
+# whose greedy tokens there mostly decode to no text, so the streams carry
+# no chunks to time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0
