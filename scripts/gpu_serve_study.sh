@@ -11,7 +11,8 @@
 # without continuous batching (-ngl 99 -fa on -ub 1024 --cache-ram 0).
 # Markdown tables on stdout; JSON reports and the inter-token-gap plots
 # (itl-<scenario>.png) under ${OUT:-/tmp/cohort-serve}.
-# MODEL names the GGUF (default: written here); VOCAB names a GGUF whose
+# MODEL names the GGUF (default: written here, with Llama 3.1's training
+# context of 131,072: llama-server caps a slot's context at the file's); VOCAB names a GGUF whose
 # tokenizer the written model gets (the default model, or a GGUF of its
 # tokenizer.* keys alone). Without it the model's tokenizer is synthetic,
 # whose greedy tokens there mostly decode to no text, so the streams carry
@@ -26,7 +27,7 @@ trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$OUT"
 model=${MODEL:-$WORK/llama3-8b-q4_k.gguf}
 if [ ! -f "$model" ]; then
-  "$BIN/cohort" mkmodel --preset llama3-8b --type q4_k ${VOCAB:+--vocab-from "$VOCAB"} -o "$model" 2>&1 | tail -1
+  "$BIN/cohort" mkmodel --preset llama3-8b --type q4_k --ctx-train 131072 ${VOCAB:+--vocab-from "$VOCAB"} -o "$model" 2>&1 | tail -1
 fi
 scenarios=(bench/scenarios/gpu-long-prompt-mid-decode.json bench/scenarios/gpu-unequal-pair.json
            "poisson:${POISSON:-48:3:512:256}")

@@ -1,4 +1,5 @@
-// `cohort mkmodel --preset NAME [--arch FAMILY] --type TYPE [--vocab-from FILE] -o OUT`:
+// `cohort mkmodel --preset NAME [--arch FAMILY] --type TYPE [--vocab-from FILE]
+// [--layers N] [--ctx-train N] -o OUT`:
 // a GGUF with random weights for a named shape.
 #include <chrono>
 #include <memory>
@@ -24,6 +25,7 @@ void register_mkmodel(CLI::App& app) {
     uint64_t seed = 42;
     int threads = 0;
     int64_t layers = 0;
+    int64_t ctx_train = 0;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("mkmodel", "write a GGUF model with random weights");
@@ -37,6 +39,9 @@ void register_mkmodel(CLI::App& app) {
   cmd->add_option("-s,--seed", opt->seed, "random seed");
   cmd->add_option("-t,--threads", opt->threads, "threads (default: all)");
   cmd->add_option("--layers", opt->layers, "override the preset's layer count");
+  cmd->add_option("--ctx-train", opt->ctx_train,
+                  "override the preset's training context (the file's context_length; llama-server "
+                  "caps a slot's context at it)");
   cmd->callback([opt] {
     model::RandomModelOptions o;
     o.hp = model::preset(opt->preset);
@@ -44,6 +49,9 @@ void register_mkmodel(CLI::App& app) {
     if (!opt->arch.empty()) o.hp.family = model::family_from_name(opt->arch);
     if (opt->layers < 0) fail("--layers must be positive, got {}", opt->layers);
     if (opt->layers > 0) o.hp.n_layer = opt->layers;
+    if (opt->ctx_train < 0 || opt->ctx_train > (int64_t{1} << 24))
+      fail("--ctx-train must be 1 to {}, got {}", int64_t{1} << 24, opt->ctx_train);
+    if (opt->ctx_train > 0) o.hp.n_ctx_train = opt->ctx_train;
     auto type = gguf::type_from_name(opt->type);
     if (!type) fail("--type: unknown tensor type '{}'", opt->type);
     o.type = *type;

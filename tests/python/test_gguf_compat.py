@@ -112,6 +112,14 @@ def test_mkmodel_vocab_from_copies_the_tokenizer(tmp_path, cohort_bin, default_m
     assert emb["shape"] == [256, 49152]
 
 
+def test_mkmodel_ctx_train_sets_the_context_length(tmp_path, cohort_bin):
+    path = tmp_path / "long.gguf"
+    run_cohort(cohort_bin, "mkmodel", "--preset", "tiny", "--ctx-train", "131072", "-o", path)
+    assert GGUFReader(path).fields["llama.context_length"].contents() == 131072
+    run_cohort(cohort_bin, "mkmodel", "--preset", "tiny", "-o", path)
+    assert GGUFReader(path).fields["llama.context_length"].contents() == 2048  # the preset's
+
+
 @pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3"])
 @pytest.mark.parametrize("qtype", ["f16", "q8_0", "q4_k", "q6_k"])
 def test_llama_cpp_loads_and_runs_mkmodel_files(tmp_path, cohort_bin, arch, qtype):
@@ -134,6 +142,7 @@ def test_unknown_preset_type_and_arch_are_clear_errors(tmp_path, cohort_bin):
         (["--preset", "tiny", "--type", "q9_9"], "unknown tensor type 'q9_9'"),
         (["--preset", "tiny", "--type", "q5_0"], "cannot write type q5_0"),
         (["--preset", "tiny", "--arch", "gpt5", "--type", "f16"], "unsupported architecture"),
+        (["--preset", "tiny", "--ctx-train", "-1"], "--ctx-train must be 1 to"),
     ]
     for args, message in cases:
         res = run_cohort(cohort_bin, "mkmodel", *args, "-o", tmp_path / "x.gguf", check=False)
