@@ -12,9 +12,9 @@
 # Markdown tables on stdout; JSON reports and the inter-token-gap plots
 # (itl-<scenario>.png) under ${OUT:-/tmp/cohort-serve}.
 # MODEL names the GGUF (default: written here, with Llama 3.1's training
-# context of 131,072: llama-server caps a slot's context at the file's); VOCAB names a GGUF whose
-# tokenizer the written model gets (the default model, or a GGUF of its
-# tokenizer.* keys alone). Without it the model's tokenizer is synthetic,
+# context of 131,072: llama-server caps a slot's context at the file's);
+# VOCAB names a GGUF whose tokenizer the written model gets (the default
+# model, or a GGUF of its tokenizer.* keys alone). Without it the model's tokenizer is synthetic,
 # whose greedy tokens there mostly decode to no text, so the streams carry
 # no chunks to time.
 set -euo pipefail
