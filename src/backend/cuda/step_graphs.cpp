@@ -23,7 +23,8 @@ StepGraphs::Mode StepGraphs::begin(const GraphKey& key, cudaStream_t stream) {
   if (!enabled_ || key.n_tok > kGraphMaxTokens || key.n_logits == 0) return mode_;
   if (graphs_.contains(key)) return mode_ = Mode::replay;
   int& runs = seen_[key];
-  if (runs++ == 0 || graphs_.size() >= kMaxGraphs) return mode_;
+  const bool shape_ran = !shapes_run_.insert(GraphKey{key.n_tok, key.n_logits, 0}).second;
+  if ((runs++ == 0 && !shape_ran) || graphs_.size() >= kMaxGraphs) return mode_;
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   return mode_ = Mode::capture;
 }

@@ -9,13 +9,17 @@
 // cache), so one graph per key serves every step of that shape. The first
 // step of a key runs eagerly (so that every one-time upload and library
 // initialisation happens outside a capture), the second is captured and
-// launched, later ones replay the graph.
+// launched, later ones replay the graph. A key that differs from one
+// already run only in its table width (a context that grew past its
+// bucket) launches the same kernels with other grids, so its first step is
+// captured at once: a decoding request sees one slower step, not two.
 //
 // Thread safety: one thread drives it, with the backend's stream.
 #pragma once
 
 #include <cstdint>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <cuda_runtime_api.h>
 
@@ -67,6 +71,8 @@ class StepGraphs {
     }
   };
   std::unordered_map<GraphKey, int, Hash> seen_;  // steps run per key, up to 2
+  // Keys run at least once, with their table width set to 0.
+  std::unordered_set<GraphKey, Hash> shapes_run_;
   std::unordered_map<GraphKey, cudaGraphExec_t, Hash> graphs_;
   GraphKey key_;
   Mode mode_ = Mode::eager;
