@@ -262,6 +262,27 @@ std::span<const float> Decoder::wait() {
   return submitted_logits_;
 }
 
+int Decoder::warm_up(int max_seqs) {
+  if (ranks_[0]->backend->device() == backend::Device::cpu) return 0;
+  // A sequence takes a block; a step of more than -ub rows is cut into others.
+  max_seqs = std::min({max_seqs, blocks_.n_free_blocks(), ubatch_size(options_)});
+  int steps = 0;
+  Batch batch;
+  for (int n = 1; n <= max_seqs; ++n) {
+    for (int pos = 0; pos < 2; ++pos) {
+      batch.clear();
+      for (int s = 0; s < n; ++s) {
+        reserve(s, pos + 1);
+        batch.add(0, pos, s, true);
+      }
+      decode(batch);
+      ++steps;
+    }
+    for (int s = 0; s < n; ++s) free_sequence(s);
+  }
+  return steps;
+}
+
 void Decoder::free_sequence(kv::SeqId seq) {
   if (blocks_.contains(seq)) blocks_.free(seq);
 }

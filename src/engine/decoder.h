@@ -124,6 +124,15 @@ class Decoder {
   // host view, and copying the rows back is not built yet.
   bool computes_hidden() const;
 
+  // On a GPU: runs two decode steps of 1, 2, ..., max_seqs sequences of
+  // one token each (sequences 0..max_seqs-1, freed after), so that each
+  // batch size's first (eager) and second (captured) steps happen now rather
+  // than as gaps in the first requests' tokens; later steps of those sizes
+  // replay their graphs. max_seqs is cut to the free KV blocks and -ub.
+  // Returns the steps run (0 on the CPU, which has no graphs). REQUIRES: no
+  // sequence exists yet, nothing submitted.
+  int warm_up(int max_seqs);
+
   // Forgets a sequence and frees its KV blocks (no-op if unknown).
   void free_sequence(kv::SeqId seq);
 

@@ -31,6 +31,12 @@ TEST_F(DecoderSubmit, GivesDecodesLogitsOnTensorParallelRanks) {
   EXPECT_EQ(stepped_logits(*model_, small("cpu,cpu,cpu"), Drive::overlap), sync);
 }
 
+TEST_F(DecoderSubmit, WarmUpIsNothingOnTheCpu) {  // it captures graphs, which the CPU has not
+  Decoder dec(*model_, small());
+  EXPECT_EQ(dec.warm_up(4), 0);
+  EXPECT_EQ(dec.blocks().n_seqs(), 0);
+}
+
 TEST_F(DecoderSubmit, MisuseAndABadBatchAreErrorsBeforeAnythingRuns) {
   Decoder dec(*model_, small());
   EXPECT_THROW(dec.wait(), Error);  // nothing submitted

@@ -54,6 +54,11 @@ EngineLoop::EngineLoop(const model::Model& model, const tokenizer::Tokenizer& to
   for (int32_t id = 0; id < tokenizer.n_vocab(); ++id) {
     if (tokenizer.is_eog(id)) eog_tokens_.push_back(id);
   }
+  const auto t0 = Clock::now();
+  if (const int steps = decoder_.warm_up(options.scheduler.n_slots); steps > 0) {
+    fmt::print(stderr, "warm-up: {} decode steps of 1..{} sequences in {:.0f} ms (their graphs captured)\n", steps,
+               steps / 2, millis(Clock::now() - t0));
+  }
   thread_ = std::thread([this] { run(); });
 }
 

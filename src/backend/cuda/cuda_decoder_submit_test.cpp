@@ -31,5 +31,27 @@ TEST(CudaDecoderSubmit, GivesDecodesLogitsBitForBit) {
   std::filesystem::remove(path);
 }
 
+// The server's warm-up: two steps of each batch size, their sequences freed,
+// and the logits of later steps as without it.
+TEST(CudaDecoderSubmit, WarmUpRunsEachBatchSizeTwiceAndChangesNoLogits) {
+  COHORT_REQUIRE_CUDA_DEVICE();
+  const std::string path = engine::write_model(gguf::TensorType::Q4_K, model::Family::llama);
+  const auto m = model::Model::load(path);
+  engine::DecoderOptions o;
+  o.device = "cuda0";
+  o.n_ctx = 256;
+  {
+    engine::Decoder dec(*m, o);
+    const int free = dec.blocks().n_free_blocks();
+    EXPECT_EQ(dec.warm_up(5), 10);
+    EXPECT_EQ(dec.blocks().n_free_blocks(), free);
+    EXPECT_EQ(dec.blocks().audit(), "");
+    EXPECT_EQ(dec.blocks().n_seqs(), 0);
+  }
+  EXPECT_EQ(engine::stepped_logits(*m, o, engine::Drive::warmed),
+            engine::stepped_logits(*m, o, engine::Drive::decode));
+  std::filesystem::remove(path);
+}
+
 }  // namespace
 }  // namespace cohort::cuda
