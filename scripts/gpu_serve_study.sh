@@ -10,7 +10,8 @@
 # LLAMA_SERVER names a llama-server binary to measure beside it, with and
 # without continuous batching (-ngl 99 -fa on -ub 1024 --cache-ram 0).
 # Markdown tables on stdout; JSON reports and the inter-token-gap plots
-# (itl-<scenario>.png) under ${OUT:-/tmp/cohort-serve}.
+# (itl-<scenario>.png) under ${OUT:-/tmp/cohort-serve}. NO_TG_QUANTUM=1 leaves
+# out the --tg-quantum run, POLICIES picks the policies (default all four).
 # MODEL names the GGUF (default: written here, with Llama 3.1's training
 # context of 131,072: llama-server caps a slot's context at the file's);
 # VOCAB names a GGUF whose tokenizer the written model gets (the default
@@ -39,10 +40,12 @@ if [ -n "${LLAMA_SERVER:-}" ]; then
 fi
 python3 scripts/bench_serve_policies.py "${common[@]}" "${llama[@]}" --out "$OUT" \
   --policies "${POLICIES:-mixed,no-cont,cohort,serial}" "${scenarios[@]}"
-echo
-echo "cohort --tg-quantum 64:"
-python3 scripts/bench_serve_policies.py "${common[@]}" --out "$OUT/tg-quantum" --policies cohort \
-  --label-suffix " --tg-quantum 64" --serve-arg=--tg-quantum --serve-arg=64 "${scenarios[@]}"
+if [ -z "${NO_TG_QUANTUM:-}" ]; then
+  echo
+  echo "cohort --tg-quantum 64:"
+  python3 scripts/bench_serve_policies.py "${common[@]}" --out "$OUT/tg-quantum" --policies cohort \
+    --label-suffix " --tg-quantum 64" --serve-arg=--tg-quantum --serve-arg=64 "${scenarios[@]}"
+fi
 if python3 -c 'import matplotlib' 2>/dev/null; then
   for s in gpu-long-prompt-mid-decode gpu-unequal-pair "poisson-${POISSON:-48:3:512:256}"; do
     s=${s//:/-}
