@@ -14,33 +14,57 @@ int32_t table_width_bucket(int32_t max_ctx, int32_t block_size, int32_t max_bloc
 }
 
 StepGraphs::~StepGraphs() {
-  for (auto& [key, exec] : graphs_) (void)cudaGraphExecDestroy(exec);
+  for (auto& [shape, g] : graphs_) (void)cudaGraphExecDestroy(g.exec);
 }
 
 StepGraphs::Mode StepGraphs::begin(const GraphKey& key, cudaStream_t stream) {
   key_ = key;
   mode_ = Mode::eager;
   if (!enabled_ || key.n_tok > kGraphMaxTokens || key.n_logits == 0) return mode_;
-  if (graphs_.contains(key)) return mode_ = Mode::replay;
-  int& runs = seen_[key];
-  const bool shape_ran = !shapes_run_.insert(GraphKey{key.n_tok, key.n_logits, 0}).second;
-  if ((runs++ == 0 && !shape_ran) || graphs_.size() >= kMaxGraphs) return mode_;
+  const Shape shape{key.n_tok, key.n_logits};
+  if (auto it = graphs_.find(shape); it != graphs_.end() && it->second.table_width == key.table_width) {
+    return mode_ = Mode::replay;
+  }
+  const bool first = shapes_run_.insert(shape).second;
+  if (first || (!graphs_.contains(shape) && graphs_.size() >= kMaxGraphs)) return mode_;
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   return mode_ = Mode::capture;
 }
 
+void StepGraphs::keep(cudaGraph_t graph) {
+  Graph& g = graphs_[Shape{key_.n_tok, key_.n_logits}];
+  if (g.exec != nullptr) {
+    cudaGraphExecUpdateResultInfo info{};
+    if (cudaGraphExecUpdate(g.exec, graph, &info) == cudaSuccess) {
+      g.table_width = key_.table_width;
+      ++n_updated_;
+      return;
+    }
+    (void)cudaGetLastError();  // the update's error is not sticky: instantiate instead
+    (void)cudaGraphExecDestroy(g.exec);
+    g.exec = nullptr;
+  }
+  CUDA_CHECK(cudaGraphInstantiate(&g.exec, graph, 0));
+  g.table_width = key_.table_width;
+  ++n_instantiated_;
+}
+
 void StepGraphs::launch(cudaStream_t stream) {
   if (mode_ == Mode::eager) return;
+  const Shape shape{key_.n_tok, key_.n_logits};
   if (mode_ == Mode::capture) {
     cudaGraph_t graph = nullptr;
     CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-    cudaGraphExec_t exec = nullptr;
-    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+    try {
+      keep(graph);
+    } catch (...) {
+      (void)cudaGraphDestroy(graph);
+      graphs_.erase(shape);
+      throw;
+    }
     (void)cudaGraphDestroy(graph);
-    CUDA_CHECK(made);
-    graphs_.emplace(key_, exec);
   }
-  CUDA_CHECK(cudaGraphLaunch(graphs_.at(key_), stream));
+  CUDA_CHECK(cudaGraphLaunch(graphs_.at(shape).exec, stream));
   mode_ = Mode::eager;
 }
 

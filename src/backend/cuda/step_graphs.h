@@ -2,17 +2,22 @@
 // graph instead of one by one, which removes most of the per-kernel launch
 // cost that dominates small steps (DESIGN.md, CUDA backend).
 //
-// A step's kernels depend only on its shape, the key: tokens, rows that want
-// logits and the width of the packed block tables (a bucket, see
-// table_width_bucket). Everything else a step reads lives at fixed device
-// addresses whose contents change (the step buffers, the workspace, the KV
-// cache), so one graph per key serves every step of that shape. The first
-// step of a key runs eagerly (so that every one-time upload and library
-// initialisation happens outside a capture), the second is captured and
-// launched, later ones replay the graph. A key that differs from one
-// already run only in its table width (a context that grew past its
-// bucket) launches the same kernels with other grids, so its first step is
-// captured at once: a decoding request sees one slower step, not two.
+// A step's kernels depend only on its key: tokens, rows that want logits
+// (together its shape) and the width of the packed block tables (a bucket,
+// see table_width_bucket). Everything else a step reads lives at fixed
+// device addresses whose contents change (the step buffers, the workspace,
+// the KV cache), so one graph per key serves every step of that key.
+//
+// One executable graph is kept per shape. The first step of a shape runs
+// eagerly (so that every one-time upload, library initialisation and lazy
+// kernel load happens outside a capture), the second is captured,
+// instantiated and launched, later ones replay it. A step whose width
+// differs from its shape's graph (a context that grew past its bucket)
+// launches the same kernels with other grids: it is captured and the
+// graph's parameters updated in place (cudaGraphExecUpdate), which costs a
+// fraction of an instantiation, so a decoding request sees one slightly
+// slower step. The server runs each batch size's first two steps before
+// it serves (Decoder::warm_up).
 //
 // Thread safety: one thread drives it, with the backend's stream.
 #pragma once
@@ -61,22 +66,37 @@ class StepGraphs {
   // graph; in capture and replay modes launches it. Eager: nothing.
   void launch(cudaStream_t stream);
 
+  // Executable graphs kept (one per shape).
   size_t n_graphs() const { return graphs_.size(); }
+  // Graphs instantiated and updated in place so far.
+  int n_instantiated() const { return n_instantiated_; }
+  int n_updated() const { return n_updated_; }
 
  private:
+  // A step's shape: its key without the table width.
+  struct Shape {
+    int32_t n_tok = 0, n_logits = 0;
+    bool operator==(const Shape&) const = default;
+  };
   struct Hash {
-    size_t operator()(const GraphKey& k) const {
-      return (static_cast<size_t>(k.n_tok) * 1000003u + static_cast<size_t>(k.n_logits)) * 1000003u +
-             static_cast<size_t>(k.table_width);
+    size_t operator()(const Shape& s) const {
+      return static_cast<size_t>(s.n_tok) * 1000003u + static_cast<size_t>(s.n_logits);
     }
   };
-  std::unordered_map<GraphKey, int, Hash> seen_;  // steps run per key, up to 2
-  // Keys run at least once, with their table width set to 0.
-  std::unordered_set<GraphKey, Hash> shapes_run_;
-  std::unordered_map<GraphKey, cudaGraphExec_t, Hash> graphs_;
+  struct Graph {
+    cudaGraphExec_t exec = nullptr;
+    int32_t table_width = 0;  // of the step it was captured from
+  };
+  // Keeps the captured graph for key_: updates its shape's graph in place,
+  // or instantiates one where the shape has none or the update fails.
+  void keep(cudaGraph_t graph);
+
+  std::unordered_set<Shape, Hash> shapes_run_;  // shapes whose first step ran eagerly
+  std::unordered_map<Shape, Graph, Hash> graphs_;
   GraphKey key_;
   Mode mode_ = Mode::eager;
   bool enabled_ = true;
+  int n_instantiated_ = 0, n_updated_ = 0;
 };
 
 }  // namespace cohort::cuda

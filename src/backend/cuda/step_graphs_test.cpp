@@ -31,31 +31,52 @@ TEST(CudaStepGraphs, StepsOfAGrowingContextShareABucket) {
   EXPECT_EQ(table_width_bucket(4000, 16, 256), 256);
 }
 
-// Steps that capture nothing make empty graphs, which instantiate and
-// launch like any other.
-StepGraphs::Mode run_step(StepGraphs& graphs, GraphKey key, cudaStream_t stream) {
+// A step whose only kernel-like work is a memset of `value` into `out`:
+// what a captured step records depends on its key, as a forward's grids do.
+StepGraphs::Mode run_step(StepGraphs& graphs, GraphKey key, cudaStream_t stream, int32_t* out = nullptr) {
   const StepGraphs::Mode mode = graphs.begin(key, stream);
+  if (out != nullptr && mode != StepGraphs::Mode::replay) {
+    CUDA_CHECK(cudaMemsetAsync(out, key.table_width, sizeof(int32_t), stream));
+  }
   graphs.launch(stream);
   return mode;
 }
 
-TEST(CudaStepGraphs, ANewKeyRunsEagerlyOnceUnlessOnlyItsTableWidthIsNew) {
+int32_t read(const int32_t* out, cudaStream_t stream) {
+  int32_t v = 0;
+  CUDA_CHECK(cudaMemcpyAsync(&v, out, sizeof v, cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return v;
+}
+
+TEST(CudaStepGraphs, AShapeRunsEagerlyOnceThenItsGraphFollowsTheTableWidth) {
   COHORT_REQUIRE_CUDA_DEVICE();
   cudaStream_t stream = nullptr;
   CUDA_CHECK(cudaStreamCreate(&stream));
+  int32_t* out = nullptr;
+  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&out), sizeof(int32_t)));
   {
     using Mode = StepGraphs::Mode;
     StepGraphs graphs;
     EXPECT_EQ(run_step(graphs, {1, 1, 16}, stream), Mode::eager);  // uploads, library set-up
-    EXPECT_EQ(run_step(graphs, {1, 1, 16}, stream), Mode::capture);
+    EXPECT_EQ(run_step(graphs, {1, 1, 16}, stream, out), Mode::capture);
     EXPECT_EQ(run_step(graphs, {1, 1, 16}, stream), Mode::replay);
-    // the context grew past its bucket: same kernels, other grids
-    EXPECT_EQ(run_step(graphs, {1, 1, 32}, stream), Mode::capture);
+    // the context grew past its bucket: same kernels, other grids; the
+    // graph is updated in place and replays what the new step recorded
+    CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(int32_t), stream));
+    EXPECT_EQ(run_step(graphs, {1, 1, 32}, stream, out), Mode::capture);
+    CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(int32_t), stream));
     EXPECT_EQ(run_step(graphs, {1, 1, 32}, stream), Mode::replay);
+    EXPECT_EQ(read(out, stream), 0x20202020);
+    EXPECT_EQ(run_step(graphs, {1, 1, 16}, stream, out), Mode::capture);
+    EXPECT_EQ(run_step(graphs, {1, 1, 16}, stream), Mode::replay);
+    EXPECT_EQ(read(out, stream), 0x10101010);
     // another batch shape may launch kernels not run yet
     EXPECT_EQ(run_step(graphs, {2, 2, 32}, stream), Mode::eager);
     EXPECT_EQ(run_step(graphs, {2, 2, 64}, stream), Mode::capture);
-    EXPECT_EQ(graphs.n_graphs(), 3u);
+    EXPECT_EQ(graphs.n_graphs(), 2u);
+    EXPECT_EQ(graphs.n_instantiated(), 2);
+    EXPECT_EQ(graphs.n_updated(), 2);
     // prompt steps and steps without logits are never graphed
     EXPECT_EQ(run_step(graphs, {kGraphMaxTokens + 1, 1, 16}, stream), Mode::eager);
     EXPECT_EQ(run_step(graphs, {kGraphMaxTokens + 1, 1, 16}, stream), Mode::eager);
@@ -63,6 +84,7 @@ TEST(CudaStepGraphs, ANewKeyRunsEagerlyOnceUnlessOnlyItsTableWidthIsNew) {
     EXPECT_EQ(run_step(graphs, {1, 0, 16}, stream), Mode::eager);
     CUDA_CHECK(cudaStreamSynchronize(stream));
   }
+  CUDA_CHECK(cudaFree(out));
   CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
