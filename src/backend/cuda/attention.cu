@@ -14,7 +14,7 @@
 // prescaled by scale * log2(e)), updated once an iteration. States are
 // merged across the lane groups of a warp (shuffles), then across warps
 // (shared memory), and written to the workspace. Stage 2 merges the splits
-// of each (sequence, head) and normalises, a thread per 8 dims, and
+// of each (sequence, head) and normalises, 8 threads per 8 dims, and
 // quantizes what it writes where the caller asks (quantize8.cuh: the input
 // of the int8 output projection).
 #include "backend/cuda/attention_kernels.h"
@@ -245,31 +245,45 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
-constexpr int kCombineThreads = 128;
+// Stage 2: kCombineLanes threads per output vector (8 dims of a row of out
+// [n_seq * n_head, D]), each taking every kCombineLanes-th split, so that
+// the partials of a long context (128 splits at 32K positions) are read by
+// many loads in flight rather than one thread's serial loop; the lanes
+// agree on the maximum, then sum their weighted splits and merge the sums
+// by shuffles. A block's kCombineVectors results go through shared memory
+// to its first warp, where thread i writes vector i of out and group i of
+// its quantized bytes (kQuant: q, ds as quantize_activations lays them out;
+// the four threads of a 32-block are consecutive lanes).
+constexpr int kCombineLanes = 8;
+constexpr int kCombineVectors = 32;
+constexpr int kCombineThreads = kCombineLanes * kCombineVectors;
 
-// Thread i takes dims 8 (i % (D / 8)) .. + 8 of row i / (D / 8) of out
-// [n_seq * n_head, D]: vector i of out, and group i of its quantized bytes
-// (kQuant: q, ds as quantize_activations lays them out), so the four
-// threads of a 32-block are consecutive lanes.
 template <bool kQuant>
 __global__ void __launch_bounds__(kCombineThreads)
     attention_combine_kernel(const int32_t* __restrict__ ctx_lens, AttentionShape shape, AttentionPartials part,
                              uint4* __restrict__ out, uint2* __restrict__ q, float2* __restrict__ ds) {
   wait_then_launch_dependents();
   const int per_row = shape.head_dim / 8;
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * kCombineThreads + threadIdx.x;
-  const bool valid = i < static_cast<int64_t>(shape.n_seq) * shape.n_head * per_row;
-  float v[8] = {};
-  if (valid) {  // the others only take part in the quantizer's shuffles
+  const int64_t n_vectors = static_cast<int64_t>(shape.n_seq) * shape.n_head * per_row;
+  const int vec = static_cast<int>(threadIdx.x) / kCombineLanes, lane = static_cast<int>(threadIdx.x) % kCombineLanes;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kCombineVectors + vec;
+  __shared__ float sv[kCombineVectors][8];
+  float num[8] = {}, den = 0.0f;
+  // A warp's four vectors are valid or not together (n_vectors is a multiple
+  // of per_row, itself of 4), so whole warps take the shuffles below.
+  if (i < n_vectors) {
     const int64_t row = i / per_row;
     const int d0 = 8 * static_cast<int>(i % per_row);
     const int ctx = ctx_lens[row / shape.n_head];
     const int n_valid = min(shape.n_splits, (ctx + shape.split_tokens - 1) / shape.split_tokens);
     const int64_t base = row * shape.n_splits;
     float top = -INFINITY;
-    for (int s = 0; s < n_valid; ++s) top = fmaxf(top, part.m[base + s]);
-    float num[8] = {}, den = 0.0f;
-    for (int s = 0; s < n_valid; ++s) {
+#pragma unroll 4
+    for (int s = lane; s < n_valid; s += kCombineLanes) top = fmaxf(top, part.m[base + s]);
+#pragma unroll
+    for (int o = kCombineLanes / 2; o > 0; o /= 2) top = fmaxf(top, __shfl_xor_sync(0xFFFFFFFFu, top, o));
+#pragma unroll 4
+    for (int s = lane; s < n_valid; s += kCombineLanes) {
       const float wt = merge_weight(part.m[base + s], top);
       const auto* acc = reinterpret_cast<const float4*>(part.acc + (base + s) * shape.head_dim + d0);
       const float4 a = acc[0], b = acc[1];
@@ -279,12 +293,29 @@ __global__ void __launch_bounds__(kCombineThreads)
       den = fmaf(wt, part.l[base + s], den);
     }
 #pragma unroll
-    for (int k = 0; k < 8; ++k) v[k] = den > 0.0f ? num[k] / den : 0.0f;
+    for (int o = kCombineLanes / 2; o > 0; o /= 2) {
+#pragma unroll
+      for (int k = 0; k < 8; ++k) num[k] += __shfl_xor_sync(0xFFFFFFFFu, num[k], o);
+      den += __shfl_xor_sync(0xFFFFFFFFu, den, o);
+    }
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (int k = 0; k < 8; ++k) sv[vec][k] = den > 0.0f ? num[k] / den : 0.0f;
+  }
+  __syncthreads();
+  if (threadIdx.x >= 32) return;
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * kCombineVectors + threadIdx.x;
+  const bool valid = j < n_vectors;
+  float v[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) v[k] = sv[threadIdx.x][k];
+  if (valid) {  // the others only take part in the quantizer's shuffles
     const uint4 packed = pack8(v);
-    out[i] = packed;
+    out[j] = packed;
     if (kQuant) unpack8(packed, v);  // quantize the stored (rounded) values
   }
-  if (kQuant) quantize8(v, valid, i, q, ds);
+  if (kQuant) quantize8(v, valid, j, q, ds);
 }
 
 template <int D, int G>
@@ -341,7 +372,7 @@ void launch_decode_attention(const KvCacheView& cache, const __nv_bfloat16* q, c
     default: launch_for_dim<256>(cache, q, block_table, ctx_lens, shape, scale, partials, stream); break;
   }
   const int64_t n8 = static_cast<int64_t>(shape.n_seq) * shape.n_head * shape.head_dim / 8;
-  const auto blocks = static_cast<unsigned>((n8 + kCombineThreads - 1) / kCombineThreads);
+  const auto blocks = static_cast<unsigned>((n8 + kCombineVectors - 1) / kCombineVectors);
   auto* out8 = reinterpret_cast<uint4*>(out);
   if (xq == nullptr) {
     launch_kernel(attention_combine_kernel<false>, blocks, kCombineThreads, 0, stream, ctx_lens, shape, partials, out8,
