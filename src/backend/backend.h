@@ -121,6 +121,10 @@ class Backend {
   // the host and back around that one (same arithmetic, same bits).
   // REQUIRES: group outlives the communicator.
   virtual std::unique_ptr<comm::Communicator> communicator(comm::CpuGroup& group, int rank);
+  // Whether a step input's best_k > 0 makes the logits output hold each
+  // row's best pairs (StepInput::best_k) instead of its logits. Where not,
+  // the caller selects them from the logits.
+  virtual bool selects_best() const { return false; }
   // Called with each step input before the forward reads it: a device
   // backend copies it to its device here.
   virtual void begin_step(const StepInput& /*in*/) {}

@@ -18,6 +18,9 @@
 
 namespace cohort::backend {
 
+// The most best logits a step may ask for a row (StepInput::best_k).
+inline constexpr int kMaxBestLogits = 64;
+
 struct StepInput {
   int32_t n_tok = 0;                    // tokens of this micro-batch
   int32_t n_seq = 0;                    // distinct sequences among them
@@ -32,6 +35,10 @@ struct StepInput {
   std::span<const int32_t> logit_rows;    // [n_logits] rows that want logits, increasing
   std::span<const int32_t> embd_rows;     // [n_embd_rows] rows that want their final hidden state
                                           //   (embeddings), increasing
+  // > 0, for a backend that selects_best(): the logits output row i holds,
+  // from its start, the row's best_k (id int32, logit float) pairs by logit
+  // descending then id ascending (NaN as -inf), instead of its logits.
+  int32_t best_k = 0;
 
   int32_t n_logits() const { return static_cast<int32_t>(logit_rows.size()); }
   int32_t n_embd_rows() const { return static_cast<int32_t>(embd_rows.size()); }

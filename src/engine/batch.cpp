@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backend/step_input.h"
 #include "common/error.h"
 
 namespace cohort::engine {
@@ -23,6 +24,7 @@ void Batch::clear() {
   seq_ids.clear();
   want_logits.clear();
   want_embd.clear();
+  best_k = 0;
 }
 
 void Batch::reserve(int n_tokens) {
@@ -40,6 +42,8 @@ void validate(const Batch& batch, int n_vocab, std::vector<SeqSpan>& seqs) {
       batch.want_embd.size() != n)
     fail("batch: arrays differ in length (tokens {}, positions {}, seq_ids {}, want_logits {}, want_embd {})",
          n, batch.positions.size(), batch.seq_ids.size(), batch.want_logits.size(), batch.want_embd.size());
+  if (batch.best_k < 0 || batch.best_k > backend::kMaxBestLogits || batch.best_k > n_vocab)
+    fail("batch: best_k = {} is outside [0, {}]", batch.best_k, std::min(backend::kMaxBestLogits, n_vocab));
   seqs.clear();
   size_t hit = 0;  // the span of the previous row: rows of one sequence are usually adjacent
   for (size_t i = 0; i < n; ++i) {

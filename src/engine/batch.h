@@ -31,6 +31,11 @@ struct Batch {
   std::vector<int32_t> seq_ids;      // [n_tokens] sequence (KV block table) of each row
   std::vector<uint8_t> want_logits;  // [n_tokens] 1: compute logits for this row
   std::vector<uint8_t> want_embd;    // [n_tokens] 1: return this row's final hidden state
+  // > 0: each logit row comes back as its best_k (id, logit) pairs, best
+  // first (Decoder::best()), instead of every logit: what a sampler whose
+  // chain starts with top_k <= best_k needs (Sampler::best_needed). At most
+  // backend::kMaxBestLogits.
+  int32_t best_k = 0;
 
   int n_tokens() const { return static_cast<int>(tokens.size()); }
   int n_outputs() const;       // rows with want_logits set

@@ -1,6 +1,8 @@
 #include "engine/decoder.h"
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 #include <thread>
 
 #include "common/error.h"
@@ -208,7 +210,34 @@ std::span<float> Decoder::hidden_buffer(int which, int n_rows) {
   return {v.data(), n};
 }
 
-void Decoder::run_batch(const Batch& batch, std::span<float> logits, std::span<float> hidden) {
+bool Decoder::device_selects_best() const { return ranks_.size() == 1 && ranks_[0]->backend->selects_best(); }
+
+void Decoder::collect_best(std::span<const float> logits, int n_rows, int k, int which) {
+  const size_t n_vocab = static_cast<size_t>(this->n_vocab());
+  std::vector<TokenLogit>& best = best_[which];
+  best.resize(static_cast<size_t>(n_rows) * static_cast<size_t>(k));
+  best_k_[which] = k;
+  const bool device = device_selects_best();
+  if (!device && no_skip_.size() != n_vocab) no_skip_.assign(n_vocab, 0);
+  for (int r = 0; r < n_rows; ++r) {
+    const std::span<const float> row = logits.subspan(static_cast<size_t>(r) * n_vocab, n_vocab);
+    TokenLogit* dst = best.data() + static_cast<size_t>(r) * static_cast<size_t>(k);
+    if (device) {  // the pairs the backend wrote at the row's start
+      static_assert(std::is_trivially_copyable_v<TokenLogit> && sizeof(TokenLogit) == 8);
+      std::memcpy(static_cast<void*>(dst), row.data(), static_cast<size_t>(k) * sizeof(TokenLogit));
+    } else {
+      select_top_k(select_, row, k, {}, no_skip_);
+      std::copy_n(select_.data.begin(), k, dst);
+    }
+  }
+}
+
+std::span<const TokenLogit> Decoder::best(int row) const {
+  return last_best_.subspan(static_cast<size_t>(row) * static_cast<size_t>(last_best_k_),
+                            static_cast<size_t>(last_best_k_));
+}
+
+void Decoder::run_batch(const Batch& batch, std::span<float> logits, std::span<float> hidden, int which) {
   const int64_t n_vocab = this->n_vocab();
   const int64_t n_embd = model_.hparams().n_embd;
   const int n_ub = ubatch_size(options_);
@@ -216,7 +245,8 @@ void Decoder::run_batch(const Batch& batch, std::span<float> logits, std::span<f
   int32_t n_hid = 0;  // hidden rows written by earlier micro-batches
   for (int begin = 0; begin < batch.n_tokens(); begin += n_ub) {
     const int end = std::min(begin + n_ub, batch.n_tokens());
-    const backend::StepInput& in = step_.build(batch, begin, end, blocks_);
+    backend::StepInput in = step_.build(batch, begin, end, blocks_);
+    if (device_selects_best()) in.best_k = batch.best_k;
     const std::span<float> out = logits.subspan(static_cast<size_t>(n_out) * static_cast<size_t>(n_vocab));
     const backend::TensorView hid =
         in.n_embd_rows() == 0
@@ -230,6 +260,8 @@ void Decoder::run_batch(const Batch& batch, std::span<float> logits, std::span<f
       blocks_.commit(batch.seq_ids[static_cast<size_t>(i)], std::span(batch.tokens).subspan(static_cast<size_t>(i), 1));
     }
   }
+  best_k_[which] = 0;
+  if (batch.best_k > 0) collect_best(logits, batch.n_outputs(), batch.best_k, which);
 }
 
 std::span<const float> Decoder::decode(const Batch& batch) {
@@ -239,8 +271,9 @@ std::span<const float> Decoder::decode(const Batch& batch) {
   const std::span<float> hidden = hidden_buffer(0, batch.n_embd_outputs());
   next_logits_ = 1;
   last_hidden_ = {};
-  run_batch(batch, logits, hidden);
-  last_hidden_ = hidden;
+  last_best_ = {};
+  run_batch(batch, logits, hidden, 0);
+  set_last(0, hidden);
   return logits;
 }
 
@@ -250,16 +283,24 @@ void Decoder::submit(const Batch& batch) {
   submitted_ = batch;
   submitted_logits_ = logits_buffer(next_logits_, batch.n_outputs());
   submitted_hidden_ = hidden_buffer(next_logits_, batch.n_embd_outputs());
+  submitted_which_ = next_logits_;
   next_logits_ ^= 1;
   if (!runner_) runner_ = std::make_unique<JobThread>();
-  runner_->start([this] { run_batch(submitted_, submitted_logits_, submitted_hidden_); });
+  runner_->start([this] { run_batch(submitted_, submitted_logits_, submitted_hidden_, submitted_which_); });
 }
 
 std::span<const float> Decoder::wait() {
   if (!runner_ || !runner_->busy()) fail("wait() without a submitted step");
   runner_->wait();
-  last_hidden_ = submitted_hidden_;
+  set_last(submitted_which_, submitted_hidden_);
   return submitted_logits_;
+}
+
+void Decoder::set_last(int which, std::span<const float> hidden) {
+  last_hidden_ = hidden;
+  last_best_k_ = best_k_[which];
+  last_best_ = std::span<const TokenLogit>(best_[which]).first(
+      best_k_[which] == 0 ? 0 : best_[which].size());
 }
 
 int Decoder::warm_up(int max_seqs) {

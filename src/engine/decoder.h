@@ -47,6 +47,7 @@
 #include "common/spin_wait.h"
 #include "comm/cpu_communicator.h"
 #include "engine/batch.h"
+#include "engine/candidates.h"
 #include "engine/rank_threads.h"
 #include "engine/step_builder.h"
 #include "kv/block_manager.h"
@@ -116,6 +117,16 @@ class Decoder {
   // threw. Throws cohort::Error when nothing was submitted.
   std::span<const float> wait();
 
+  // With Batch::best_k > 0: the best_k best logits of each logit row
+  // [batch.n_outputs(), best_k] of the step that decode() or wait()
+  // returned last (whose logits are then not filled), valid as long as
+  // its logits. A GPU selects them (the pairs cross the bus instead of the
+  // rows); the CPU, and tensor-parallel ranks, select on the host
+  // (select_top_k): the same pairs from the same logits.
+  std::span<const TokenLogit> best() const { return last_best_; }
+  // Row `row`'s part of best().
+  std::span<const TokenLogit> best(int row) const;
+
   // The final hidden states [batch.n_embd_outputs(), n_embd] of the step
   // that decode() or wait() returned last, valid as long as its logits.
   std::span<const float> hidden() const { return last_hidden_; }
@@ -155,8 +166,15 @@ class Decoder {
   // The hidden-state buffer `which` with room for `n_rows` rows.
   std::span<float> hidden_buffer(int which, int n_rows);
   // Every micro-batch of `batch`, its logits into `logits`, its hidden
-  // states into `hidden`.
-  void run_batch(const Batch& batch, std::span<float> logits, std::span<float> hidden);
+  // states into `hidden`, and its best logits (best_k > 0) into best_[which].
+  void run_batch(const Batch& batch, std::span<float> logits, std::span<float> hidden, int which);
+  // What hidden() and best() return after the step that used buffer `which`.
+  void set_last(int which, std::span<const float> hidden);
+  // Whether rank 0's backend selects the best logits itself (a single GPU).
+  bool device_selects_best() const;
+  // best_[which] [n_rows, k] from the rows in `logits`: copied from the
+  // pairs a device wrote at each row's start, or selected on the host.
+  void collect_best(std::span<const float> logits, int n_rows, int k, int which);
   // Runs the step in `in` on every rank; rank 0's logits land in `out`, its
   // hidden states in `hidden`.
   void run_step(const backend::StepInput& in, backend::TensorView out, backend::TensorView hidden);
@@ -172,11 +190,18 @@ class Decoder {
   std::vector<SeqSpan> seqs_;  // [sequences of a batch] validation scratch, capacity n_batch
   backend::Tensor logits_[2];  // [n_outputs, n_vocab] host (pinned on a GPU), grown on demand
   std::vector<float> hidden_[2];  // [n_embd_outputs, n_embd] host, beside logits_[i], grown on demand
+  std::vector<TokenLogit> best_[2];  // [n_outputs, best_k] beside logits_[i], grown on demand
+  int best_k_[2] = {0, 0};           // the best_k of what best_[i] holds
+  Candidates select_;                // host selection scratch
+  std::vector<uint8_t> no_skip_;     // [n_vocab] zeros: select_top_k changes no logit here
   int next_logits_ = 0;        // the buffer the next submit() writes
   Batch submitted_;            // the batch of the step in flight
   std::span<float> submitted_logits_;
+  int submitted_which_ = 0;    // its logits (and best) buffer
   std::span<float> submitted_hidden_;
   std::span<const float> last_hidden_;  // what hidden() returns
+  std::span<const TokenLogit> last_best_;  // what best() returns
+  int last_best_k_ = 0;
   std::unique_ptr<JobThread> runner_;  // the runner thread, started by the first submit(); destroyed first
 };
 

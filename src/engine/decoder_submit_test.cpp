@@ -37,6 +37,31 @@ TEST_F(DecoderSubmit, WarmUpIsNothingOnTheCpu) {  // it captures graphs, which t
   EXPECT_EQ(dec.blocks().n_seqs(), 0);
 }
 
+// Batch::best_k: each logit row's best pairs, as the host sampler would
+// select them from the same step's logits, on one rank and on two.
+TEST_F(DecoderSubmit, BestLogitsAreTheRowsSelection) {
+  const size_t n_vocab = static_cast<size_t>(model_->hparams().n_vocab);
+  for (const std::string dev : {"cpu", "cpu,cpu"}) {
+    SCOPED_TRACE(dev);
+    const std::vector<float> logits = stepped_logits(*model_, options_on(dev), Drive::decode);
+    for (int k : {1, 40}) {
+      for (Drive drive : {Drive::decode, Drive::submit}) {
+        std::vector<TokenLogit> best;
+        workload_logits(*model_, options_on(dev), {60, 40, 8, 11, 7}, drive, k, &best);
+        EXPECT_TRUE(same_best(best, select_rows(logits, n_vocab, k))) << "k = " << k;
+      }
+    }
+  }
+  Decoder dec(*model_, small());
+  dec.reserve(0, 4);
+  Batch b;
+  b.add(1, 0, 0, true);
+  b.best_k = backend::kMaxBestLogits + 1;
+  EXPECT_THROW(dec.decode(b), Error);
+  b.best_k = -1;
+  EXPECT_THROW(dec.decode(b), Error);
+}
+
 TEST_F(DecoderSubmit, MisuseAndABadBatchAreErrorsBeforeAnythingRuns) {
   Decoder dec(*model_, small());
   EXPECT_THROW(dec.wait(), Error);  // nothing submitted

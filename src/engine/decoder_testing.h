@@ -88,9 +88,10 @@ struct Workload {
 };
 
 // Every row's logits of `w`, in order. `o` gives the device, split and
-// cache flags; the sizes are set here.
+// cache flags; the sizes are set here. With `best` (and best_k > 0), each
+// step asks for its rows' best_k best logits, collected there instead.
 inline std::vector<float> workload_logits(const model::Model& m, DecoderOptions o, const Workload& w,
-                                          Drive drive) {
+                                          Drive drive, int best_k = 0, std::vector<TokenLogit>* best = nullptr) {
   o.n_ctx = 256;
   o.n_batch = 128;
   o.n_ubatch = 32;
@@ -112,6 +113,7 @@ inline std::vector<float> workload_logits(const model::Model& m, DecoderOptions 
       b.add(tok(rng), w.prefill_a + step - 1, 0, true);
       b.add(tok(rng), w.prefill_b + step - 1, 1, true);
     }
+    b.best_k = best_k;
     std::span<const float> l;
     if (drive == Drive::decode || drive == Drive::warmed) {
       l = dec.decode(b);
@@ -124,6 +126,10 @@ inline std::vector<float> workload_logits(const model::Model& m, DecoderOptions 
         continue;
       }
       l = dec.wait();
+    }
+    if (best != nullptr) {
+      best->insert(best->end(), dec.best().begin(), dec.best().end());
+      continue;
     }
     out.insert(out.end(), l.begin(), l.end());
   }
@@ -141,6 +147,24 @@ inline std::vector<float> two_sequence_logits(const model::Model& m, DecoderOpti
 // driven as `drive` says.
 inline std::vector<float> stepped_logits(const model::Model& m, DecoderOptions o, Drive drive) {
   return workload_logits(m, std::move(o), {60, 40, 8, 11, 7}, drive);
+}
+
+// The best k of each row of `logits` as the host sampler selects them.
+inline std::vector<TokenLogit> select_rows(const std::vector<float>& logits, size_t n_vocab, int k) {
+  const std::vector<uint8_t> skip(n_vocab, 0);
+  std::vector<TokenLogit> out;
+  Candidates c;
+  for (size_t r = 0; r < logits.size() / n_vocab; ++r) {
+    select_top_k(c, std::span<const float>(logits).subspan(r * n_vocab, n_vocab), k, {}, skip);
+    out.insert(out.end(), c.data.begin(), c.data.begin() + k);
+  }
+  return out;
+}
+
+// Pairs equal in id and logit (+0 and -0 alike, as the sampler sees them).
+inline bool same_best(const std::vector<TokenLogit>& a, const std::vector<TokenLogit>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const TokenLogit& x, const TokenLogit& y) { return x.id == y.id && x.logit == y.logit; });
 }
 
 struct Agreement {

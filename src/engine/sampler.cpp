@@ -131,6 +131,29 @@ int32_t Sampler::sample(std::span<const float> logits) {
                                   params_.presence_penalty};
     apply_penalties(c, recent(), penalties, penalty_scratch_);
   }
+  return finish();
+}
+
+int Sampler::best_needed(int cap) const {
+  const PenaltyParams penalties{params_.repeat_penalty, params_.frequency_penalty, params_.presence_penalty};
+  if (!params_.logit_bias.empty() || (window_ > 0 && penalties_on(penalties))) return 0;
+  const int k = params_.temp <= 0.0f ? 1 : params_.top_k;
+  return k >= 1 && k <= cap && k <= n_vocab_ ? k : 0;
+}
+
+int32_t Sampler::sample_best(std::span<const TokenLogit> best) {
+  const int k = best_needed(static_cast<int>(best.size()));
+  if (k == 0) fail("sampler: {} best logits do not decide this request's sampling", best.size());
+  Candidates& c = candidates_;
+  c.data.assign(best.begin(), best.begin() + k);
+  c.size = static_cast<size_t>(k);
+  c.sorted = true;
+  return finish();
+}
+
+// The chain after top_k, on candidates_.
+int32_t Sampler::finish() {
+  Candidates& c = candidates_;
   const size_t best = argmax(c);
   if (!std::isfinite(c.data[best].logit))
     fail("sampler: no finite maximum among {} logits (max = {})", n_vocab_, c.data[best].logit);

@@ -76,6 +76,17 @@ class Sampler {
   // largest logit is not finite (+inf, or all -inf/NaN).
   int32_t sample(std::span<const float> logits);
 
+  // When the chain changes no logit before top_k (no logit_bias, penalties
+  // off) and keeps k <= cap candidates there (k = top_k, or 1 when greedy):
+  // k, for sample() then depends only on a row's k best logits (by logit,
+  // then id). Otherwise 0: it needs the whole row.
+  int best_needed(int cap) const;
+  // sample() given only a row's best logits, best first (by logit
+  // descending, then id ascending; NaN as -inf), as select_top_k and the
+  // GPU's best_logits leave them: the same token, the same draw.
+  // Throws cohort::Error unless best_needed(best.size()) > 0.
+  int32_t sample_best(std::span<const TokenLogit> best);
+
   // Adds a token to the penalty window (generated tokens, and prompt tokens
   // too if the caller wants them penalized, as llama-server does).
   void accept(int32_t token);
@@ -92,6 +103,7 @@ class Sampler {
 
  private:
   double next_uniform();  // [0, 1), 53 random bits
+  int32_t finish();       // the chain after top_k, on candidates_
   void collect_changed(std::span<const float> logits);
   std::span<const int32_t> recent() const { return recent_; }
 

@@ -338,5 +338,55 @@ TEST(Sampler, TopKSelectionGivesTheTokensOfTheWholeChain) {
   }
 }
 
+// A row's best logits (as the GPU selects them) decide the same tokens and
+// draws as the whole row, for every chain that changes no logit before
+// top_k; any other chain asks for the whole row.
+TEST(Sampler, TheBestLogitsOfARowSampleAsTheWholeRow) {
+  std::mt19937 rng(12);
+  const int n_vocab = 700;
+  const std::vector<uint8_t> skip(n_vocab, 0);
+  for (int trial = 0; trial < 40; ++trial) {
+    SamplingParams p;
+    p.seed = 300 + static_cast<uint32_t>(trial);
+    p.temp = trial % 4 == 0 ? 0.0f : 0.4f + 0.15f * static_cast<float>(trial % 5);
+    p.top_k = std::vector<int>{1, 2, 40, 64}[static_cast<size_t>(trial) % 4];
+    p.top_p = trial % 3 == 0 ? 1.0f : 0.9f;
+    p.min_p = trial % 2 == 0 ? 0.0f : 0.05f;
+    Sampler whole(p, n_vocab), best(p, n_vocab);
+    const int k = best.best_needed(64);
+    ASSERT_EQ(k, p.temp <= 0.0f ? 1 : p.top_k);
+    Candidates c;
+    for (int step = 0; step < 30; ++step) {
+      std::vector<float> l(static_cast<size_t>(n_vocab));
+      std::uniform_int_distribution<int> grid(-12, 12);
+      for (float& x : l) x = 0.5f * static_cast<float>(grid(rng));
+      l[static_cast<size_t>(step * 7)] = std::numeric_limits<float>::quiet_NaN();
+      select_top_k(c, l, 64, {}, skip);
+      const int32_t want = whole.sample(l);
+      const int32_t got = best.sample_best(c.live());
+      ASSERT_EQ(got, want) << "trial " << trial << " step " << step;
+      whole.accept(want);
+      best.accept(got);
+    }
+  }
+  SamplingParams p;
+  EXPECT_EQ(Sampler(p, n_vocab).best_needed(64), 40);
+  EXPECT_EQ(Sampler(p, n_vocab).best_needed(32), 0);  // top_k 40 > 32
+  p.top_k = 0;
+  EXPECT_EQ(Sampler(p, n_vocab).best_needed(64), 0);  // every token is a candidate
+  p.temp = 0.0f;
+  EXPECT_EQ(Sampler(p, n_vocab).best_needed(64), 1);  // greedy
+  p.logit_bias = {{3, 1.0f}};
+  EXPECT_EQ(Sampler(p, n_vocab).best_needed(64), 0);
+  p.logit_bias.clear();
+  p.repeat_penalty = 1.1f;
+  EXPECT_EQ(Sampler(p, n_vocab).best_needed(64), 0);
+  p.repeat_last_n = 0;  // no window: no penalty
+  EXPECT_EQ(Sampler(p, n_vocab).best_needed(64), 1);
+  Sampler s(SamplingParams{}, n_vocab);
+  const std::vector<TokenLogit> eight(8);
+  EXPECT_THROW(s.sample_best(eight), Error);  // top_k 40 needs 40
+}
+
 }  // namespace
 }  // namespace cohort::engine

@@ -13,9 +13,13 @@ void TokenStream::accept_prompt(std::span<const int32_t> prompt) {
   for (int32_t t : prompt) sampler_.accept(t);
 }
 
-StreamToken TokenStream::next(std::span<const float> logits) {
+StreamToken TokenStream::next(std::span<const float> logits) { return push(sampler_.sample(logits)); }
+
+StreamToken TokenStream::next_best(std::span<const TokenLogit> best) { return push(sampler_.sample_best(best)); }
+
+StreamToken TokenStream::push(int32_t token) {
   StreamToken tok;
-  tok.id = sampler_.sample(logits);
+  tok.id = token;
   sampler_.accept(tok.id);
   last_token_ = tok.id;
   const bool eog = params_.eog_tokens.contains(tok.id);

@@ -40,6 +40,10 @@ class TokenStream {
   // Throws cohort::Error (from the sampler, e.g. logits with no finite
   // value) before anything changed. REQUIRES: !finished().
   StreamToken next(std::span<const float> logits);
+  // next() given only the row's best logits (Sampler::sample_best).
+  StreamToken next_best(std::span<const TokenLogit> best);
+  // Sampler::best_needed: how many of a row's best logits decide next().
+  int best_needed(int cap) const { return sampler_.best_needed(cap); }
 
   bool finished() const { return stop_.finished(); }
   FinishReason reason() const { return stop_.reason(); }
@@ -56,6 +60,8 @@ class TokenStream {
   StopChecker stop_;
   StopParams params_;  // kept for the eog set
   int32_t last_token_ = -1;
+
+  StreamToken push(int32_t token);  // accepts the sampled token, detokenizes, checks stops
 };
 
 }  // namespace cohort::engine

@@ -351,6 +351,7 @@ void EngineLoop::collect_hidden(const sched::PlanRow& row, std::span<const float
 void EngineLoop::execute(const sched::BatchPlan& plan) {
   result_.clear();
   build_batch(plan);
+  batch_.best_k = best_k(plan);
   std::span<const float> logits;
   const size_t n_vocab = static_cast<size_t>(decoder_.n_vocab());
   try {
@@ -380,35 +381,66 @@ void EngineLoop::execute(const sched::BatchPlan& plan) {
   auto row_logits = [&](int slot) {
     return logits.subspan(static_cast<size_t>(output_row_[static_cast<size_t>(slot)]) * n_vocab, n_vocab);
   };
+  auto row_best = [&](int slot) -> std::span<const engine::TokenLogit> {
+    return batch_.best_k > 0 ? decoder_.best(output_row_[static_cast<size_t>(slot)]) : std::span<const engine::TokenLogit>();
+  };
   for (const sched::SlotRef& k : plan.keep_logits) {
-    auto src = row_logits(k.slot);
-    slots_[static_cast<size_t>(k.slot)]->kept_logits.assign(src.begin(), src.end());
+    SlotState& s = *slots_[static_cast<size_t>(k.slot)];
+    if (batch_.best_k > 0) {
+      auto src = row_best(k.slot);
+      s.kept_best.assign(src.begin(), src.end());
+    } else {
+      auto src = row_logits(k.slot);
+      s.kept_logits.assign(src.begin(), src.end());
+    }
   }
   for (const sched::SlotRef& f : plan.first_tokens) {
     SlotState& s = *slots_[static_cast<size_t>(f.slot)];
     if (output_row_[static_cast<size_t>(f.slot)] >= 0) {
-      sample_slot(f.slot, row_logits(f.slot), {}, result_);
+      sample_slot(f.slot, row_logits(f.slot), {}, row_best(f.slot), result_);
     } else {
       std::vector<float> kept = std::move(s.kept_logits);
+      std::vector<engine::TokenLogit> kept_best = std::move(s.kept_best);
       s.kept_logits = {};
+      s.kept_best = {};
       const std::span<const float> view(kept);  // the moved vector keeps its storage
-      sample_slot(f.slot, view, std::move(kept), result_);
+      sample_slot(f.slot, view, std::move(kept), kept_best, result_);
     }
   }
   for (const sched::PlanRow& row : plan.rows) {
-    if (row.kind == sched::RowKind::kDecode) sample_slot(row.slot, row_logits(row.slot), {}, result_);
+    if (row.kind == sched::RowKind::kDecode) {
+      sample_slot(row.slot, row_logits(row.slot), {}, row_best(row.slot), result_);
+    }
   }
+}
+
+// Every row that wants logits is sampled this step or kept for its first
+// token (a READY member's); each must sample from its best logits.
+int EngineLoop::best_k(const sched::BatchPlan& plan) const {
+  if (!options_.best_logits) return 0;
+  int k = 0;
+  auto fits = [&](int slot) {
+    const SlotState& s = *slots_[static_cast<size_t>(slot)];
+    const int need = s.request.n_logprobs >= 0 ? 0 : s.stream.best_needed(backend::kMaxBestLogits);
+    k = std::max(k, need);
+    return need > 0;
+  };
+  for (const sched::PlanRow& row : plan.rows) {
+    if (output_row_[static_cast<size_t>(row.slot)] >= 0 && !fits(row.slot)) return 0;
+  }
+  return k;
 }
 
 // Samples the slot's next token and decides whether it ends the request;
 // what the client sees of it waits in the outbox. `kept` owns `logits` when
-// they are a READY member's kept logits.
+// they are a READY member's kept logits. A non-empty `best` holds the row's
+// best logits instead (Batch::best_k), and the token is sampled from them.
 void EngineLoop::sample_slot(int slot, std::span<const float> logits, std::vector<float> kept,
-                             sched::StepResult& result) {
+                             std::span<const engine::TokenLogit> best, sched::StepResult& result) {
   SlotState& s = *slots_[static_cast<size_t>(slot)];
   engine::StreamToken next;
   try {
-    next = s.stream.next(logits);
+    next = best.empty() ? s.stream.next(logits) : s.stream.next_best(best);
   } catch (const Error& e) {
     result.failed_slots.push_back(slot);
     finish(s, engine::FinishReason::none, e.what());

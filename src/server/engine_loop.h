@@ -68,6 +68,11 @@ struct EngineOptions {
   // CPU's speed to see the states they wait for (a request decoding, another
   // blocked, a member READY at the barrier).
   std::chrono::milliseconds step_delay{0};
+  // A step whose sampled and kept rows all sample from their best logits
+  // (Sampler::best_needed; no logprobs) asks the decoder for those instead
+  // of whole rows (Batch::best_k). COHORT_BEST_LOGITS=0 turns it off, to
+  // measure the difference.
+  bool best_logits = true;
 };
 
 class EngineLoop final : public GenerationService {
@@ -97,8 +102,11 @@ class EngineLoop final : public GenerationService {
   void apply_admissions(const sched::BatchPlan& plan);
   void execute(const sched::BatchPlan& plan);
   void build_batch(const sched::BatchPlan& plan);
+  // The Batch::best_k of the step just built: what its sampled and kept
+  // rows need, or 0 where one needs its whole row.
+  int best_k(const sched::BatchPlan& plan) const;
   void sample_slot(int slot, std::span<const float> logits, std::vector<float> kept,
-                   sched::StepResult& result);
+                   std::span<const engine::TokenLogit> best, sched::StepResult& result);
   void collect_hidden(const sched::PlanRow& row, std::span<const float> hidden);
   void deliver();
   void count_step();

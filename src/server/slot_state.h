@@ -28,6 +28,7 @@ struct SlotState {
   sched::RequestId id;
   engine::TokenStream stream;       // its last token is the input of the next decode row
   std::vector<float> kept_logits;   // [n_vocab] while READY
+  std::vector<engine::TokenLogit> kept_best;  // or its best logits (Batch::best_k), while READY
   std::vector<float> hidden;        // an embedding's hidden-state rows so far [n, n_embd]
   int n_cached = 0;
   bool done = false;                // the final event was pushed

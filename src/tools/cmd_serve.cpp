@@ -163,6 +163,7 @@ std::unique_ptr<server::GenerationService> make_service(const ServeOptions& o) {
   e.scheduler.tg_quantum = o.tg_quantum;
   e.trace_path = o.trace_batches;
   e.kv_unified = o.kv_unified;
+  if (const char* best = std::getenv("COHORT_BEST_LOGITS")) e.best_logits = std::string(best) != "0";
   if (const char* delay = std::getenv("COHORT_STEP_DELAY_MS")) {
     const int ms = std::atoi(delay);
     if (ms < 0 || ms > 10000) fail("COHORT_STEP_DELAY_MS={}: want 0 to 10000 milliseconds", delay);

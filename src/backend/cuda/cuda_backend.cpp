@@ -19,6 +19,8 @@
 #include "common/error.h"
 
 namespace cohort::cuda {
+
+static_assert(backend::kMaxBestLogits <= kMaxBestK, "best_logits() selects every k a step may ask");
 namespace {
 
 using backend::ConstTensorView;
@@ -114,13 +116,18 @@ CudaBackend::CudaBackend(const backend::BackendOptions& options, const backend::
   const int64_t gemm_scratch = std::min(kGemmScratchElems, limits.max_row * limits.max_out);
   const size_t attention_bytes =
       decode_attention_workspace_bytes(attention_rows_, limits.n_head, limits.head_dim, limits.n_max_ctx);
+  const size_t best_scratch = best_logits_scratch_bytes(limits.n_max_tok, limits.max_out, backend::kMaxBestLogits);
+  const size_t best_bytes = static_cast<size_t>(limits.n_max_tok * backend::kMaxBestLogits) * sizeof(BestLogit);
   scratch_bytes_ = static_cast<size_t>(limits.n_max_tok * limits.max_out) * sizeof(float) + attention_bytes +
-                   static_cast<size_t>(gemm_scratch) * 2 + q8_activation_bytes(kQuantizedMaxRows, limits.max_row);
+                   static_cast<size_t>(gemm_scratch) * 2 + q8_activation_bytes(kQuantizedMaxRows, limits.max_row) +
+                   best_scratch + best_bytes;
   require_room(layer * static_cast<size_t>(kv.n_layer), scratch_bytes_);
   kv_ = DeviceBuffer<uint8_t>(layer * static_cast<size_t>(kv.n_layer));
   CUDA_CHECK(cudaMemsetAsync(kv_.data(), 0, kv_bytes(), stream_));
   logits_ = DeviceBuffer<float>(static_cast<size_t>(limits.n_max_tok * limits.max_out));
   attention_ws_ = DeviceBuffer<uint8_t>(attention_bytes);
+  best_scratch_ = DeviceBuffer<uint8_t>(best_scratch);
+  best_ = DeviceBuffer<BestLogit>(best_bytes / sizeof(BestLogit));
   gemm_ = std::make_unique<Gemm>(stream_, gemm_scratch);
   quantized_ = DeviceBuffer<uint8_t>(q8_activation_bytes(kQuantizedMaxRows, limits.max_row));
 }
@@ -296,6 +303,7 @@ void CudaBackend::begin_step(const backend::StepInput& in) {
   flush_add();  // the last add of a step without logits
   invalidate_quantized();
   step_.upload(in, stream_);
+  best_k_ = in.best_k;
   graphs_.begin({in.n_tok, in.n_logits(), static_cast<int32_t>(step_.table_width())}, stream_);
 }
 
@@ -331,7 +339,13 @@ void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
   if (to_host && y.n_rows * y.n_cols > static_cast<int64_t>(logits_.size())) {
     fail("cuda: {} x {} host outputs exceed the backend's logits buffer", y.n_rows, y.n_cols);
   }
-  if (to_host && y.n_rows * y.n_cols * 4 >= chunked_logits_bytes()) return matmul_to_host_in_chunks(w, x, y);
+  const int best_k = to_host ? best_k_ : 0;
+  if (best_k > 0 && (best_k > backend::kMaxBestLogits || 2 * best_k > y.n_cols)) {
+    fail("cuda: the best {} logits of rows of {} do not fit the output", best_k, y.n_cols);
+  }
+  if (to_host && best_k == 0 && y.n_rows * y.n_cols * 4 >= chunked_logits_bytes()) {
+    return matmul_to_host_in_chunks(w, x, y);
+  }
   if (!replaying()) {
     flush_add();
     void* out = to_host ? logits_.data() : static_cast<void*>(bf16(y, "matmul"));
@@ -346,8 +360,15 @@ void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
   if (y.data == quantized_of_) invalidate_quantized();
   if (to_host) {
     graphs_.launch(stream_);  // the step's kernels, if it is graphed
-    CUDA_CHECK(cudaMemcpyAsync(y.data, logits_.data(), static_cast<size_t>(y.n_rows * y.n_cols) * 4,
-                               cudaMemcpyDeviceToHost, stream_));
+    if (best_k > 0) {  // each row's pairs at its start (StepInput::best_k)
+      best_logits(logits_.data(), y.n_rows, y.n_cols, best_k, best_scratch_.data(), best_.data(), stream_);
+      const size_t width = static_cast<size_t>(best_k) * sizeof(BestLogit);
+      CUDA_CHECK(cudaMemcpy2DAsync(y.data, y.row_bytes, best_.data(), width, width, static_cast<size_t>(y.n_rows),
+                                   cudaMemcpyDeviceToHost, stream_));
+    } else {
+      CUDA_CHECK(cudaMemcpyAsync(y.data, logits_.data(), static_cast<size_t>(y.n_rows * y.n_cols) * 4,
+                                 cudaMemcpyDeviceToHost, stream_));
+    }
     CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 }

@@ -16,7 +16,9 @@
 // Matmuls of up to kMatvecMaxTokens tokens run the matvec kernels (one pass
 // over the weights in their file type), larger ones cuBLAS (gemm.h). The
 // logits, the one output on the host, are copied back when their matmul is
-// done. Steps of up to kGraphMaxTokens tokens are replayed as CUDA graphs
+// done; a step that asks for each row's best logits instead
+// (StepInput::best_k) selects them after the matmul (best_logits.h) and
+// copies only those pairs. Steps of up to kGraphMaxTokens tokens are replayed as CUDA graphs
 // (step_graphs.h): while a graph replays, the ops enqueue nothing and the
 // logits matmul launches the graph.
 //
@@ -53,6 +55,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/attention.h"
+#include "backend/cuda/best_logits.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/logits_copy.h"
@@ -102,6 +105,7 @@ class CudaBackend final : public backend::Backend {
   // backend must have graphs off).
   std::unique_ptr<comm::Communicator> communicator(comm::CpuGroup& group, int rank) override;
   void begin_step(const backend::StepInput& in) override;
+  bool selects_best() const override { return true; }
 
   void get_rows(backend::ConstTensorView table, std::span<const int32_t> ids,
                 backend::TensorView out) override;
@@ -189,6 +193,9 @@ class CudaBackend final : public backend::Backend {
   StepBuffers step_;
   DeviceBuffer<float> logits_;          // [n_max_tok, max_out] before the copy to the host
   LogitsCopy logits_copy_;
+  DeviceBuffer<uint8_t> best_scratch_;  // best_logits() rounds of n_max_tok rows
+  DeviceBuffer<BestLogit> best_;        // [n_max_tok, kMaxBestLogits] the pairs before the copy
+  int32_t best_k_ = 0;                  // the step's StepInput::best_k
   DeviceBuffer<uint8_t> attention_ws_;  // split partials of attention_rows_ queries
   int64_t attention_rows_ = 0;
   std::unique_ptr<Gemm> gemm_;

@@ -31,6 +31,30 @@ TEST(CudaDecoderSubmit, GivesDecodesLogitsBitForBit) {
   std::filesystem::remove(path);
 }
 
+// Batch::best_k: the pairs the GPU selects are the host's selection of the
+// same step's logits (which a best_k step does not copy), bit for bit.
+TEST(CudaDecoderSubmit, BestLogitsAreTheRowsSelection) {
+  COHORT_REQUIRE_CUDA_DEVICE();
+  const std::string path = engine::write_model(gguf::TensorType::Q4_K, model::Family::llama);
+  const auto m = model::Model::load(path);
+  const size_t n_vocab = static_cast<size_t>(m->hparams().n_vocab);
+  for (const std::string dev : {"cuda0", "cuda0,cuda0"}) {
+    SCOPED_TRACE(dev);
+    engine::DecoderOptions o;
+    o.device = dev;
+    if (dev.find(',') != std::string::npos) o.split_mode = "tensor";
+    const std::vector<float> logits = engine::stepped_logits(*m, o, engine::Drive::decode);
+    for (int k : {1, 40, backend::kMaxBestLogits}) {
+      for (engine::Drive drive : {engine::Drive::decode, engine::Drive::submit}) {
+        std::vector<engine::TokenLogit> best;
+        engine::workload_logits(*m, o, {60, 40, 8, 11, 7}, drive, k, &best);
+        EXPECT_TRUE(engine::same_best(best, engine::select_rows(logits, n_vocab, k))) << "k = " << k;
+      }
+    }
+  }
+  std::filesystem::remove(path);
+}
+
 // The server's warm-up: two steps of each batch size, their sequences freed,
 // and the logits of later steps as without it.
 TEST(CudaDecoderSubmit, WarmUpRunsEachBatchSizeTwiceAndChangesNoLogits) {
