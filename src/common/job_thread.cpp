@@ -3,9 +3,11 @@
 #include <cassert>
 #include <utility>
 
+#include "common/spin_wait.h"
+
 namespace cohort {
 
-JobThread::JobThread() : thread_([this] { loop(); }) {}
+JobThread::JobThread(int64_t spin_ns) : spin_ns_(spin_ns), thread_([this] { loop(); }) {}
 
 JobThread::~JobThread() {
   {
@@ -23,6 +25,7 @@ void JobThread::start(std::function<void()> job) {
     std::lock_guard<std::mutex> lock(mu_);
     job_ = std::move(job);
     running_ = true;
+    pending_ = true;
     error_ = nullptr;
   }
   busy_ = true;
@@ -31,6 +34,7 @@ void JobThread::start(std::function<void()> job) {
 
 void JobThread::wait() {
   assert(busy_);
+  spin_until([&] { return !running_.load(std::memory_order_acquire); }, spin_ns_);
   std::exception_ptr error;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -44,10 +48,16 @@ void JobThread::wait() {
 void JobThread::loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
+    if (!job_ && !quit_ && spin_ns_ > 0) {
+      lock.unlock();
+      spin_until([&] { return pending_.load(std::memory_order_acquire); }, spin_ns_);
+      lock.lock();
+    }
     cv_.wait(lock, [&] { return quit_ || job_; });
     if (!job_) return;  // quit_ with nothing pending
     std::function<void()> job = std::move(job_);
     job_ = nullptr;
+    pending_ = false;
     lock.unlock();
     std::exception_ptr error;
     try {

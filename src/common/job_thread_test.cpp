@@ -6,6 +6,7 @@
 #include <future>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -64,6 +65,26 @@ TEST(JobThread, TheDestructorWaitsForAJobInFlight) {
     });
   }
   EXPECT_TRUE(done.load());
+}
+
+// With a spin budget the same holds: jobs in order, each waited for, an
+// exception delivered, jobs that outlast the spin and gaps between jobs
+// longer than it (both sides then sleep), and a destructor while idle.
+TEST(JobThread, SpinningBeforeSleepingChangesNothingButTheWakeUps) {
+  JobThread runner(2'000'000);  // 2 ms
+  std::vector<int> order;
+  for (int i = 0; i < 50; ++i) {
+    runner.start([&order, i] {
+      if (i % 10 == 9) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      order.push_back(i);
+    });
+    runner.wait();
+    if (i % 10 == 4) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(order.size(), 50u);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(order[static_cast<size_t>(i)], i);
+  runner.start([] { throw std::runtime_error("step failed"); });
+  EXPECT_THROW(runner.wait(), std::runtime_error);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "engine/decoder.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 #include <thread>
@@ -210,6 +211,15 @@ std::span<float> Decoder::hidden_buffer(int which, int n_rows) {
   return {v.data(), n};
 }
 
+// A GPU's step leaves the host's cores idle: the caller's wait() and the
+// runner between steps spin through a decode step or two before they sleep
+// (COHORT_RUNNER_SPIN_US sets it, 0 to compare). The CPU's steps compute
+// on those cores: no spin.
+int64_t Decoder::runner_spin_ns() const {
+  if (const char* us = std::getenv("COHORT_RUNNER_SPIN_US")) return std::max(0L, std::atol(us)) * 1000;
+  return ranks_[0]->backend->device() == backend::Device::cpu ? 0 : kGpuRunnerSpinNs;
+}
+
 bool Decoder::device_selects_best() const { return ranks_.size() == 1 && ranks_[0]->backend->selects_best(); }
 
 void Decoder::collect_best(std::span<const float> logits, int n_rows, int k, int which) {
@@ -285,7 +295,7 @@ void Decoder::submit(const Batch& batch) {
   submitted_hidden_ = hidden_buffer(next_logits_, batch.n_embd_outputs());
   submitted_which_ = next_logits_;
   next_logits_ ^= 1;
-  if (!runner_) runner_ = std::make_unique<JobThread>();
+  if (!runner_) runner_ = std::make_unique<JobThread>(runner_spin_ns());
   runner_->start([this] { run_batch(submitted_, submitted_logits_, submitted_hidden_, submitted_which_); });
 }
 

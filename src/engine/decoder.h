@@ -55,6 +55,10 @@
 
 namespace cohort::engine {
 
+// On a GPU, wait() and the runner thread spin this long before they sleep
+// (20 ms: a few decode steps of an 8B model).
+inline constexpr int64_t kGpuRunnerSpinNs = 20'000'000;
+
 struct DecoderOptions {
   std::string device;    // -dev: cpu, cuda<N>, or empty: chosen from -ngl (backend::choose_device);
                          //   with -sm tensor a comma-separated list, one entry per rank
@@ -170,6 +174,8 @@ class Decoder {
   void run_batch(const Batch& batch, std::span<float> logits, std::span<float> hidden, int which);
   // What hidden() and best() return after the step that used buffer `which`.
   void set_last(int which, std::span<const float> hidden);
+  // How long the runner thread and wait() spin before sleeping.
+  int64_t runner_spin_ns() const;
   // Whether rank 0's backend selects the best logits itself (a single GPU).
   bool device_selects_best() const;
   // best_[which] [n_rows, k] from the rows in `logits`: copied from the
