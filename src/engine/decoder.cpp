@@ -220,14 +220,17 @@ int64_t Decoder::runner_spin_ns() const {
   return ranks_[0]->backend->device() == backend::Device::cpu ? 0 : kGpuRunnerSpinNs;
 }
 
-bool Decoder::device_selects_best() const { return ranks_.size() == 1 && ranks_[0]->backend->selects_best(); }
+bool Decoder::device_selects_best(int k) const {
+  // The pairs are written over the row's first 2k floats.
+  return ranks_.size() == 1 && ranks_[0]->backend->selects_best() && 2 * k <= n_vocab();
+}
 
 void Decoder::collect_best(std::span<const float> logits, int n_rows, int k, int which) {
   const size_t n_vocab = static_cast<size_t>(this->n_vocab());
   std::vector<TokenLogit>& best = best_[which];
   best.resize(static_cast<size_t>(n_rows) * static_cast<size_t>(k));
   best_k_[which] = k;
-  const bool device = device_selects_best();
+  const bool device = device_selects_best(k);
   if (!device && no_skip_.size() != n_vocab) no_skip_.assign(n_vocab, 0);
   for (int r = 0; r < n_rows; ++r) {
     const std::span<const float> row = logits.subspan(static_cast<size_t>(r) * n_vocab, n_vocab);
@@ -256,7 +259,7 @@ void Decoder::run_batch(const Batch& batch, std::span<float> logits, std::span<f
   for (int begin = 0; begin < batch.n_tokens(); begin += n_ub) {
     const int end = std::min(begin + n_ub, batch.n_tokens());
     backend::StepInput in = step_.build(batch, begin, end, blocks_);
-    if (device_selects_best()) in.best_k = batch.best_k;
+    if (device_selects_best(batch.best_k)) in.best_k = batch.best_k;
     const std::span<float> out = logits.subspan(static_cast<size_t>(n_out) * static_cast<size_t>(n_vocab));
     const backend::TensorView hid =
         in.n_embd_rows() == 0

@@ -176,8 +176,9 @@ class Decoder {
   void set_last(int which, std::span<const float> hidden);
   // How long the runner thread and wait() spin before sleeping.
   int64_t runner_spin_ns() const;
-  // Whether rank 0's backend selects the best logits itself (a single GPU).
-  bool device_selects_best() const;
+  // Whether rank 0's backend selects the best k logits itself (a single
+  // GPU, and rows of at least 2k floats to hold the pairs).
+  bool device_selects_best(int k) const;
   // best_[which] [n_rows, k] from the rows in `logits`: copied from the
   // pairs a device wrote at each row's start, or selected on the host.
   void collect_best(std::span<const float> logits, int n_rows, int k, int which);
