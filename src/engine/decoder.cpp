@@ -245,9 +245,14 @@ void Decoder::collect_best(std::span<const float> logits, int n_rows, int k, int
   }
 }
 
+std::span<const TokenLogit> Decoder::best() const {
+  if (last_which_ < 0 || best_k_[last_which_] == 0) return {};
+  return best_[last_which_];
+}
+
 std::span<const TokenLogit> Decoder::best(int row) const {
-  return last_best_.subspan(static_cast<size_t>(row) * static_cast<size_t>(last_best_k_),
-                            static_cast<size_t>(last_best_k_));
+  const size_t k = last_which_ < 0 ? 0 : static_cast<size_t>(best_k_[last_which_]);
+  return best().subspan(static_cast<size_t>(row) * k, k);
 }
 
 void Decoder::run_batch(const Batch& batch, std::span<float> logits, std::span<float> hidden, int which) {
@@ -284,9 +289,10 @@ std::span<const float> Decoder::decode(const Batch& batch) {
   const std::span<float> hidden = hidden_buffer(0, batch.n_embd_outputs());
   next_logits_ = 1;
   last_hidden_ = {};
-  last_best_ = {};
+  last_which_ = -1;
   run_batch(batch, logits, hidden, 0);
-  set_last(0, hidden);
+  last_hidden_ = hidden;
+  last_which_ = 0;
   return logits;
 }
 
@@ -296,24 +302,18 @@ void Decoder::submit(const Batch& batch) {
   submitted_ = batch;
   submitted_logits_ = logits_buffer(next_logits_, batch.n_outputs());
   submitted_hidden_ = hidden_buffer(next_logits_, batch.n_embd_outputs());
-  submitted_which_ = next_logits_;
+  const int which = next_logits_;
   next_logits_ ^= 1;
   if (!runner_) runner_ = std::make_unique<JobThread>(runner_spin_ns());
-  runner_->start([this] { run_batch(submitted_, submitted_logits_, submitted_hidden_, submitted_which_); });
+  runner_->start([this, which] { run_batch(submitted_, submitted_logits_, submitted_hidden_, which); });
 }
 
 std::span<const float> Decoder::wait() {
   if (!runner_ || !runner_->busy()) fail("wait() without a submitted step");
   runner_->wait();
-  set_last(submitted_which_, submitted_hidden_);
+  last_hidden_ = submitted_hidden_;
+  last_which_ = next_logits_ ^ 1;
   return submitted_logits_;
-}
-
-void Decoder::set_last(int which, std::span<const float> hidden) {
-  last_hidden_ = hidden;
-  last_best_k_ = best_k_[which];
-  last_best_ = std::span<const TokenLogit>(best_[which]).first(
-      best_k_[which] == 0 ? 0 : best_[which].size());
 }
 
 int Decoder::warm_up(int max_seqs) {

@@ -127,7 +127,7 @@ class Decoder {
   // its logits. A GPU selects them (the pairs cross the bus instead of the
   // rows); the CPU, and tensor-parallel ranks, select on the host
   // (select_top_k): the same pairs from the same logits.
-  std::span<const TokenLogit> best() const { return last_best_; }
+  std::span<const TokenLogit> best() const;
   // Row `row`'s part of best().
   std::span<const TokenLogit> best(int row) const;
 
@@ -173,7 +173,6 @@ class Decoder {
   // states into `hidden`, and its best logits (best_k > 0) into best_[which].
   void run_batch(const Batch& batch, std::span<float> logits, std::span<float> hidden, int which);
   // What hidden() and best() return after the step that used buffer `which`.
-  void set_last(int which, std::span<const float> hidden);
   // How long the runner thread and wait() spin before sleeping.
   int64_t runner_spin_ns() const;
   // Whether rank 0's backend selects the best k logits itself (a single
@@ -202,13 +201,11 @@ class Decoder {
   Candidates select_;                // host selection scratch
   std::vector<uint8_t> no_skip_;     // [n_vocab] zeros: select_top_k changes no logit here
   int next_logits_ = 0;        // the buffer the next submit() writes
-  Batch submitted_;            // the batch of the step in flight
+  Batch submitted_;            // the batch of the step in flight, in buffer next_logits_ ^ 1
   std::span<float> submitted_logits_;
-  int submitted_which_ = 0;    // its logits (and best) buffer
   std::span<float> submitted_hidden_;
   std::span<const float> last_hidden_;  // what hidden() returns
-  std::span<const TokenLogit> last_best_;  // what best() returns
-  int last_best_k_ = 0;
+  int last_which_ = -1;  // the buffer of the step decode() or wait() returned last
   std::unique_ptr<JobThread> runner_;  // the runner thread, started by the first submit(); destroyed first
 };
 
