@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <type_traits>
 #include <thread>
 
@@ -60,7 +61,9 @@ std::unique_ptr<backend::Backend> make_backend(const model::HParams& hp, const D
   bo.exact = o.exact;
   bo.poll = o.poll;
   bo.allreduce = transport;
-  bo.graphs = !tensor || bo.allreduce != "host";
+  // COHORT_CUDA_GRAPHS=0 runs every step eagerly (to compare, or to rule graphs out).
+  const char* graphs = std::getenv("COHORT_CUDA_GRAPHS");
+  bo.graphs = (!tensor || bo.allreduce != "host") && !(graphs != nullptr && std::string_view(graphs) == "0");
   return backend::make_backend(
       bo, model::backend_limits(hp, ubatch_size(o), int64_t{kv.n_blocks} * kv.block_size, kv));
 }
