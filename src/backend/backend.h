@@ -126,8 +126,8 @@ class Backend {
   // the caller selects them from the logits.
   virtual bool selects_best() const { return false; }
   // Called with each step input before the forward reads it: a device
-  // backend copies it to its device here.
-  virtual void begin_step(const StepInput& /*in*/) {}
+  // backend copies it to its device here. Performs in.kv_copies first.
+  virtual void begin_step(const StepInput& in) = 0;
 
   // out [ids.size(), n_cols] = rows `ids` of `table` (dequantized to F32).
   virtual void get_rows(ConstTensorView table, std::span<const int32_t> ids, TensorView out) = 0;

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <span>
 
+#include "kv/block_copy.h"
+
 namespace cohort::backend {
 
 // The most best logits a step may ask for a row (StepInput::best_k).
@@ -39,6 +41,10 @@ struct StepInput {
   // from its start, the row's best_k (id int32, logit float) pairs by logit
   // descending then id ascending (NaN as -inf), instead of its logits.
   int32_t best_k = 0;
+  // KV rows to copy, in order, before the step writes any (copy-on-write of
+  // a prompt's partly reused block; kv::BlockManager::take_copies). Only the
+  // first micro-batch of a step carries them; begin_step performs them.
+  std::span<const kv::BlockCopy> kv_copies;
 
   int32_t n_logits() const { return static_cast<int32_t>(logit_rows.size()); }
   int32_t n_embd_rows() const { return static_cast<int32_t>(embd_rows.size()); }

@@ -264,10 +264,12 @@ void Decoder::run_batch(const Batch& batch, std::span<float> logits, std::span<f
   const int n_ub = ubatch_size(options_);
   int32_t n_out = 0;  // logit rows written by earlier micro-batches
   int32_t n_hid = 0;  // hidden rows written by earlier micro-batches
+  blocks_.take_copies(kv_copies_);  // before this step writes the cache
   for (int begin = 0; begin < batch.n_tokens(); begin += n_ub) {
     const int end = std::min(begin + n_ub, batch.n_tokens());
     backend::StepInput in = step_.build(batch, begin, end, blocks_);
     if (device_selects_best(batch.best_k)) in.best_k = batch.best_k;
+    if (begin == 0) in.kv_copies = kv_copies_;
     const std::span<float> out = logits.subspan(static_cast<size_t>(n_out) * static_cast<size_t>(n_vocab));
     const backend::TensorView hid =
         in.n_embd_rows() == 0

@@ -194,6 +194,7 @@ class Decoder {
   RankThreads threads_;
   StepBuilder step_;
   std::vector<SeqSpan> seqs_;  // [sequences of a batch] validation scratch, capacity n_batch
+  std::vector<kv::BlockCopy> kv_copies_;  // the step's copy-on-write rows (blocks_.take_copies)
   backend::Tensor logits_[2];  // [n_outputs, n_vocab] host (pinned on a GPU), grown on demand
   std::vector<float> hidden_[2];  // [n_embd_outputs, n_embd] host, beside logits_[i], grown on demand
   std::vector<TokenLogit> best_[2];  // [n_outputs, best_k] beside logits_[i], grown on demand

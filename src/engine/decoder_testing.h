@@ -207,4 +207,42 @@ inline Agreement agree(const std::vector<float>& ref, const std::vector<float>& 
   return a;
 }
 
+// The logits of the last token of `prompt` in sequence `seq`, its positions
+// from `from` on computed in one batch (those before are in the cache).
+inline std::vector<float> prompt_last_logits(Decoder& dec, kv::SeqId seq, std::span<const int32_t> prompt,
+                                             int from) {
+  Batch b;
+  const int n = static_cast<int>(prompt.size());
+  for (int p = from; p < n; ++p) b.add(prompt[static_cast<size_t>(p)], p, seq, p + 1 == n);
+  const std::span<const float> l = dec.decode(b);
+  return {l.begin(), l.end()};
+}
+
+// Prompt reuse through copy-on-write (kv::BlockManager): a 26-token prompt
+// (a full 16-token block and 10 rows) computed in sequence 0 as 25 tokens
+// and then a one-token step, the sequence ended, and the prompt admitted
+// again in sequence 1, which computes only its last token (25 positions
+// cached: 16 shared, 9 copied). Returns the two last-token logits, which the
+// same step over the same cache rows makes equal.
+struct ReusedPrompt {
+  std::vector<float> computed, reused;
+  int n_cached = 0;
+};
+inline ReusedPrompt reused_prompt_logits(Decoder& dec, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> tok(3, dec.n_vocab() - 1);
+  std::vector<int32_t> prompt(26);
+  for (int32_t& t : prompt) t = tok(rng);
+  ReusedPrompt r;
+  dec.blocks().allocate(0, std::span<const int32_t>(prompt).first(25));
+  prompt_last_logits(dec, 0, std::span<const int32_t>(prompt).first(25), 0);
+  dec.reserve(0, 26);
+  r.computed = prompt_last_logits(dec, 0, prompt, 25);
+  dec.free_sequence(0);
+  r.n_cached = dec.blocks().allocate(1, prompt);
+  r.reused = prompt_last_logits(dec, 1, prompt, r.n_cached);
+  dec.free_sequence(1);
+  return r;
+}
+
 }  // namespace cohort::engine

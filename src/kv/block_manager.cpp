@@ -98,12 +98,44 @@ int BlockManager::allocate(SeqId seq, std::span<const int32_t> prompt) {
   s.blocks.reserve(static_cast<size_t>(n_blocks_for(n_tokens)));
   const PrefixMatch m = match(prompt, max_shared_blocks(prompt.size()), &s.blocks);
   for (BlockId b : s.blocks) pool_.ref(b);  // before grow(), so none is evicted
-  s.n_committed = m.n_blocks * block_size();
-  s.n_tokens = s.n_committed;
+  const int n_shared = m.n_blocks * block_size();
+  const BlockPool::PrefixRows rows = rows_to_copy(prompt, m, n_blocks_for(n_tokens) - m.n_blocks);
+  if (rows.n_rows > 0) pool_.ref(rows.block);  // held through grow(): no block is copied onto itself
+  s.n_committed = n_shared;
+  s.n_tokens = n_shared;
   s.last_hash = m.last_hash;
   grow(s, n_tokens);
+  if (rows.n_rows > 0) {
+    pool_.unref(rows.block);
+    const auto copied = prompt.subspan(static_cast<size_t>(n_shared), static_cast<size_t>(rows.n_rows));
+    s.partial.assign(copied.begin(), copied.end());
+    s.n_committed += rows.n_rows;
+    copies_.push_back({rows.block, s.blocks[static_cast<size_t>(m.n_blocks)], rows.n_rows});
+  }
+  const int n_committed = s.n_committed;
   seqs_.emplace(seq, std::move(s));
-  return m.n_blocks * block_size();
+  return n_committed;
+}
+
+// The rows after the shared blocks to copy from the kept block that agrees
+// longest with the prompt: fewer than a block, leaving the last prompt token
+// to compute, and none where holding the source through grow() would leave
+// too few free blocks (an idle source is then out of the free count).
+BlockPool::PrefixRows BlockManager::rows_to_copy(std::span<const int32_t> prompt, const PrefixMatch& m,
+                                                 int n_new_blocks) const {
+  const size_t n_shared = static_cast<size_t>(m.n_blocks) * static_cast<size_t>(block_size());
+  if (prompt.size() <= n_shared + 1) return {};
+  const size_t budget = std::min(prompt.size() - 1 - n_shared, static_cast<size_t>(block_size() - 1));
+  const BlockPool::PrefixRows rows = pool_.longest_rows(m.last_hash, prompt.subspan(n_shared, budget));
+  if (rows.n_rows == 0) return {};
+  const int idle_source = pool_.ref_count(rows.block) == 0 ? 1 : 0;
+  if (n_new_blocks > n_free_blocks() - m.n_idle - idle_source) return {};
+  return rows;
+}
+
+void BlockManager::take_copies(std::vector<BlockCopy>& out) {
+  out.clear();
+  std::swap(out, copies_);
 }
 
 bool BlockManager::can_append(SeqId seq, int n_new) const {
@@ -151,6 +183,10 @@ void BlockManager::commit(SeqId seq, std::span<const int32_t> tokens) {
 
 void BlockManager::free(SeqId seq) {
   Seq& s = get_or_fail(seq);
+  if (!s.partial.empty()) {  // the open block's committed rows, for a later prompt to copy
+    const BlockId open = s.blocks[static_cast<size_t>(s.n_committed / block_size())];
+    pool_.register_partial(open, s.last_hash, s.partial);
+  }
   for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it) pool_.unref(*it);
   seqs_.erase(seq);
 }
@@ -177,8 +213,8 @@ std::string BlockManager::audit() const {
       const BlockId b = s.blocks[i];
       ++refs[static_cast<size_t>(b)];
       const bool open = static_cast<int>(i) >= s.n_committed / bs;  // may still be written
-      if (open && (pool_.ref_count(b) != 1 || pool_.is_hashed(b)))
-        return fmt::format("sequence {} writes into shared or hashed block {}", id, b);
+      if (open && (pool_.ref_count(b) != 1 || pool_.is_kept(b)))
+        return fmt::format("sequence {} writes into shared or kept block {}", id, b);
     }
   }
   for (BlockId b = 0; b < n_blocks(); ++b)

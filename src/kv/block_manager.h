@@ -15,7 +15,17 @@
 // committed: the caller computes only the rest. At least the last prompt token
 // is always left to compute (its logits are needed), so shared blocks are
 // never written: every block past the committed full blocks is private to its
-// sequence (ref_count 1). No copy-on-write is needed.
+// sequence (ref_count 1).
+//
+// The block after the shared ones is reused by copy-on-write: the kept block
+// (full, or the partly filled last block of a freed sequence, registered by
+// free()) whose leading tokens agree longest with the prompt's next ones
+// lends those rows: the new sequence's own block gets a copy of them
+// (take_copies(), performed by the backend before the next step writes any
+// KV row) and they count as committed. So a prompt sent twice computes one
+// token the second time, as llama-server's slots do. The copy's source may
+// be evicted and rewritten later, but only by a later step: the copy runs
+// first.
 //
 // Running out of blocks is a normal condition: can_allocate / can_append say
 // whether the act would succeed, and the acts throw cohort::Error with a
@@ -34,6 +44,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kv/block_copy.h"
 #include "kv/block_pool.h"
 
 namespace cohort::kv {
@@ -78,9 +89,10 @@ class BlockManager {
   void allocate(SeqId seq, int n_tokens);
 
   // A new sequence with room for prompt.size() positions, sharing the cached
-  // blocks of the prompt's longest registered prefix (at most
-  // prompt.size() - 1 tokens). Returns the number of positions already
-  // committed: the forward starts at that position.
+  // blocks of the prompt's longest registered prefix and copying the rows
+  // that agree from the best kept block after them (at most prompt.size() - 1
+  // tokens in all). Returns the number of positions already committed: the
+  // forward starts at that position.
   bool can_allocate(SeqId seq, std::span<const int32_t> prompt) const;
   int allocate(SeqId seq, std::span<const int32_t> prompt);
 
@@ -95,8 +107,14 @@ class BlockManager {
   void commit(SeqId seq, std::span<const int32_t> tokens);
 
   // Releases the sequence's blocks (last block first, so that a prefix's
-  // head outlives its tail in the LRU). Throws cohort::Error if unknown.
+  // head outlives its tail in the LRU); a partly filled last block keeps its
+  // committed rows for copy-on-write reuse. Throws cohort::Error if unknown.
   void free(SeqId seq);
+
+  // The row copies that allocations since the last call asked for, in order,
+  // moved into `out` (cleared first). The caller has the backend perform
+  // them before the next step writes the KV cache.
+  void take_copies(std::vector<BlockCopy>& out);
 
   bool contains(SeqId seq) const { return seqs_.count(seq) != 0; }
   int n_seqs() const { return static_cast<int>(seqs_.size()); }
@@ -131,11 +149,14 @@ class BlockManager {
   PrefixMatch match(std::span<const int32_t> tokens, int max_blocks,
                     std::vector<BlockId>* blocks) const;
   int max_shared_blocks(size_t n_prompt) const;
+  BlockPool::PrefixRows rows_to_copy(std::span<const int32_t> prompt, const PrefixMatch& m,
+                                     int n_new_blocks) const;
   void grow(Seq& s, int n_tokens);
   void fail_no_room(SeqId seq, const char* what, int n_tokens, int n_needed) const;
 
   BlockPool pool_;
   std::unordered_map<SeqId, Seq> seqs_;
+  std::vector<BlockCopy> copies_;  // asked for since the last take_copies()
 };
 
 }  // namespace cohort::kv

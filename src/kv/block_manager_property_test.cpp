@@ -6,6 +6,8 @@
 //   - ref counts equal block-table references, no block is lost (audit),
 //   - a shared prefix holds exactly the prompt's K/V (simulated: a hash of the
 //     tokens up to each position, since real K/V depend on the whole prefix),
+//     and so do rows copied from a partly reused block once the copies
+//     asked for are done (before the next write, as a step does them),
 // and that freeing everything returns every block.
 #include <algorithm>
 #include <iterator>
@@ -50,6 +52,7 @@ class Model {
   }
 
   int n_prefix_hits() const { return n_prefix_hits_; }
+  int n_copies() const { return n_copies_; }
   int n_refusals() const { return n_refusals_; }
 
  private:
@@ -84,12 +87,36 @@ class Model {
       return;
     }
     const int n_cached = m_.allocate(seq, prompt);
-    EXPECT_EQ(n_cached % m_.block_size(), 0);
     EXPECT_LT(n_cached, std::max<int>(1, static_cast<int>(prompt.size())));
     if (n_cached > 0) ++n_prefix_hits_;
-    for (int p = 0; p < n_cached; ++p)  // the shared K/V are this prompt's
+    const int n_shared = n_cached / m_.block_size() * m_.block_size();
+    for (int p = 0; p < n_shared; ++p)  // the shared K/V are this prompt's
       ASSERT_EQ(content_[slot(seq, p)], kv_of(prompt, p)) << "position " << p;
+    std::vector<BlockCopy> copies;
+    m_.take_copies(copies);
+    EXPECT_EQ(copies.size(), n_cached > n_shared ? 1u : 0u);
+    pending_.insert(pending_.end(), copies.begin(), copies.end());
+    if (n_cached > n_shared) to_check_[seq] = n_cached;
     tokens_[seq] = prompt;
+  }
+
+  // What a step does before it writes: the copies asked for since the last
+  // step, in order; then the copied rows hold their prompts' K/V.
+  void copy_pending() {
+    const auto bs = static_cast<size_t>(m_.block_size());
+    for (const BlockCopy& c : pending_) {
+      for (int r = 0; r < c.n_rows; ++r)
+        content_[static_cast<size_t>(c.dst) * bs + static_cast<size_t>(r)] =
+            content_[static_cast<size_t>(c.src) * bs + static_cast<size_t>(r)];
+      ++n_copies_;
+    }
+    pending_.clear();
+    for (const auto& [seq, n_cached] : to_check_) {
+      if (!m_.contains(seq)) continue;
+      for (int p = 0; p < n_cached; ++p)
+        ASSERT_EQ(content_[slot(seq, p)], kv_of(tokens_[seq], p)) << "copied position " << p;
+    }
+    to_check_.clear();
   }
 
   void append() {
@@ -109,6 +136,7 @@ class Model {
 
   // Simulates the forward: writes token ids as "K/V", then commits them.
   void commit() {
+    copy_pending();
     if (tokens_.empty()) return;
     const SeqId seq = random_live_seq();
     const int begin = m_.n_committed(seq);
@@ -144,8 +172,11 @@ class Model {
   std::map<SeqId, std::vector<int32_t>> tokens_;  // live sequences: all their token ids
   std::mt19937 rng_;
   SeqId next_seq_ = 0;
+  std::vector<BlockCopy> pending_;   // copies the next step performs
+  std::map<SeqId, int> to_check_;    // sequences with copied rows: n_cached
   int n_prefix_hits_ = 0;
   int n_refusals_ = 0;
+  int n_copies_ = 0;
 };
 
 TEST(BlockManagerProperty, RandomOperationsKeepEveryInvariant) {
@@ -159,6 +190,7 @@ TEST(BlockManagerProperty, RandomOperationsKeepEveryInvariant) {
     // The workload must exercise both sharing and running out of blocks.
     EXPECT_GT(model.n_prefix_hits(), 50) << "seed " << seed;
     EXPECT_GT(model.n_refusals(), 50) << "seed " << seed;
+    EXPECT_GT(model.n_copies(), 50) << "seed " << seed;
   }
 }
 

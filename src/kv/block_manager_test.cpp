@@ -155,8 +155,93 @@ TEST(BlockManager, AFullyCachedPromptStillLeavesItsLastTokenToCompute) {
   m.allocate(0, prompt);
   m.commit(0, prompt);
   EXPECT_EQ(m.match_prefix(prompt), 8);
-  EXPECT_EQ(m.allocate(1, prompt), 4);
+  // The first block is shared; three rows of the second are copied into a
+  // private block, which the last token's row is then written into.
+  EXPECT_EQ(m.allocate(1, prompt), 7);
+  EXPECT_EQ(m.block_table(1)[0], m.block_table(0)[0]);
+  EXPECT_NE(m.block_table(1)[1], m.block_table(0)[1]);
   EXPECT_EQ(m.pool().ref_count(m.block_table(1)[1]), 1);  // private: it will be written
+  std::vector<BlockCopy> copies;
+  m.take_copies(copies);
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(copies[0].src, m.block_table(0)[1]);
+  EXPECT_EQ(copies[0].dst, m.block_table(1)[1]);
+  EXPECT_EQ(copies[0].n_rows, 3);
+  m.take_copies(copies);
+  EXPECT_TRUE(copies.empty());  // each copy is handed out once
+  EXPECT_EQ(m.audit(), "");
+}
+
+TEST(BlockManager, AFreedSequencesPartlyFilledBlockIsCopiedForTheSamePrompt) {
+  BlockManager m(8, 4);
+  const auto prompt = iota_tokens(7);  // one full block and three rows of the next
+  m.allocate(0, prompt);
+  m.commit(0, prompt);
+  const BlockId open = m.block_table(0)[1];
+  m.free(0);
+  EXPECT_EQ(m.n_cached_blocks(), 2);  // the full block and the partly filled one
+  EXPECT_EQ(m.n_free_blocks(), 8);
+  EXPECT_EQ(m.allocate(1, prompt), 6);  // 4 shared, 2 copied, the last token to compute
+  std::vector<BlockCopy> copies;
+  m.take_copies(copies);
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(copies[0].src, open);
+  EXPECT_NE(copies[0].dst, open);  // held while the new block was taken
+  EXPECT_EQ(copies[0].dst, m.block_table(1)[1]);
+  EXPECT_EQ(copies[0].n_rows, 2);
+  // The copied rows count as committed: the block fills and registers under
+  // the prompt's hash as if it had been computed here.
+  m.append(1, 1);
+  m.commit(1, std::vector<int32_t>{106, 107});
+  EXPECT_EQ(m.match_prefix(iota_tokens(8)), 8);
+  EXPECT_EQ(m.audit(), "");
+}
+
+TEST(BlockManager, OnlyTheRowsThatAgreeAreCopied) {
+  BlockManager m(8, 4);
+  m.allocate(0, iota_tokens(8));
+  m.commit(0, iota_tokens(8));
+  m.free(0);
+  std::vector<int32_t> other = iota_tokens(10);
+  other[6] = 99;  // agrees with the second block in rows 0 and 1 only
+  EXPECT_EQ(m.allocate(1, other), 6);
+  std::vector<BlockCopy> copies;
+  m.take_copies(copies);
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(copies[0].n_rows, 2);
+  // A prompt that agrees with no row after the shared block copies nothing.
+  std::vector<int32_t> third = iota_tokens(6);
+  third[4] = 77;
+  EXPECT_EQ(m.allocate(2, third), 4);
+  m.take_copies(copies);
+  EXPECT_TRUE(copies.empty());
+  EXPECT_EQ(m.audit(), "");
+}
+
+TEST(BlockManager, APartlyFilledBlockIsEvictedLikeACachedOne) {
+  BlockManager m(2, 4);
+  m.allocate(0, iota_tokens(3));
+  m.commit(0, iota_tokens(3));
+  m.free(0);
+  EXPECT_EQ(m.n_cached_blocks(), 1);
+  m.allocate(1, 8);  // both blocks: the partial one is evicted
+  EXPECT_EQ(m.n_cached_blocks(), 0);
+  m.free(1);
+  EXPECT_EQ(m.allocate(2, iota_tokens(3)), 0);
+  EXPECT_EQ(m.audit(), "");
+}
+
+TEST(BlockManager, NoRowsAreCopiedWhereHoldingTheSourceLeavesTooFewBlocks) {
+  BlockManager m(2, 4);
+  m.allocate(0, iota_tokens(3));
+  m.commit(0, iota_tokens(3));
+  m.free(0);
+  m.allocate(5, 4);  // one block left, and it is the cached partial one
+  ASSERT_TRUE(m.can_allocate(1, iota_tokens(3)));
+  EXPECT_EQ(m.allocate(1, iota_tokens(3)), 0);  // it is taken, not copied from
+  std::vector<BlockCopy> copies;
+  m.take_copies(copies);
+  EXPECT_TRUE(copies.empty());
   EXPECT_EQ(m.audit(), "");
 }
 

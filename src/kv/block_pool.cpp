@@ -42,7 +42,8 @@ BlockPool::BlockPool(int n_blocks, int block_size) : block_size_(block_size) {
 }
 
 std::span<const int32_t> BlockPool::tokens_of(BlockId b) const {
-  return {tokens_.data() + static_cast<size_t>(b) * block_size_, static_cast<size_t>(block_size_)};
+  const int n = blocks_[b].hashed ? block_size_ : blocks_[b].partial;
+  return {tokens_.data() + static_cast<size_t>(b) * block_size_, static_cast<size_t>(n)};
 }
 
 BlockId BlockPool::acquire() {
@@ -53,7 +54,7 @@ BlockId BlockPool::acquire() {
   } else if (lru_head_ != kNoBlock) {
     b = lru_head_;
     lru_remove(b);
-    forget_hash(b);
+    forget(b);
   } else {
     fail("out of KV cache blocks: all {} blocks of {} tokens are in use", n_blocks(),
          block_size_);
@@ -65,7 +66,7 @@ BlockId BlockPool::acquire() {
 void BlockPool::ref(BlockId b) {
   Block& blk = blocks_[b];
   if (blk.ref_count == 0) {
-    assert(blk.hashed && "only cached blocks can be revived");
+    assert(is_kept(b) && "only cached blocks can be revived");
     lru_remove(b);
   }
   ++blk.ref_count;
@@ -75,7 +76,7 @@ void BlockPool::unref(BlockId b) {
   Block& blk = blocks_[b];
   assert(blk.ref_count > 0);
   if (--blk.ref_count > 0) return;
-  if (blk.hashed) {
+  if (is_kept(b)) {
     lru_push_back(b);
   } else {
     free_.push_back(b);
@@ -103,9 +104,35 @@ BlockHash BlockPool::register_full(BlockId b, BlockHash parent,
   blk.hashed = true;
   blk.hash = h;
   blk.parent = parent;
+  by_parent_.emplace(parent, b);
   std::copy(tokens.begin(), tokens.end(),
             tokens_.begin() + static_cast<ptrdiff_t>(b) * block_size_);
   return h;
+}
+
+void BlockPool::register_partial(BlockId b, BlockHash parent, std::span<const int32_t> tokens) {
+  Block& blk = blocks_[b];
+  assert(blk.ref_count > 0 && !is_kept(b));
+  assert(!tokens.empty() && static_cast<int>(tokens.size()) < block_size_);
+  blk.partial = static_cast<int>(tokens.size());
+  blk.parent = parent;
+  by_parent_.emplace(parent, b);
+  std::copy(tokens.begin(), tokens.end(),
+            tokens_.begin() + static_cast<ptrdiff_t>(b) * block_size_);
+}
+
+BlockPool::PrefixRows BlockPool::longest_rows(BlockHash parent, std::span<const int32_t> tokens) const {
+  PrefixRows best;
+  const auto [first, last] = by_parent_.equal_range(parent);
+  for (auto it = first; it != last; ++it) {
+    const std::span<const int32_t> kept_tokens = tokens_of(it->second);
+    const size_t n = std::min(kept_tokens.size(), tokens.size());
+    const auto agree = static_cast<int>(
+        std::mismatch(kept_tokens.begin(), kept_tokens.begin() + static_cast<ptrdiff_t>(n), tokens.begin()).first -
+        kept_tokens.begin());
+    if (agree > best.n_rows) best = {it->second, agree};
+  }
+  return best;
 }
 
 void BlockPool::lru_push_back(BlockId b) {
@@ -137,10 +164,17 @@ void BlockPool::lru_remove(BlockId b) {
   --n_cached_;
 }
 
-void BlockPool::forget_hash(BlockId b) {
+void BlockPool::forget(BlockId b) {
   Block& blk = blocks_[b];
-  by_hash_.erase(blk.hash);
+  if (blk.hashed) by_hash_.erase(blk.hash);
+  const auto [first, last] = by_parent_.equal_range(blk.parent);
+  for (auto it = first; it != last; ++it) {
+    if (it->second != b) continue;
+    by_parent_.erase(it);
+    break;
+  }
   blk.hashed = false;
+  blk.partial = 0;
   blk.hash = 0;
   blk.parent = 0;
 }
@@ -149,15 +183,15 @@ std::string BlockPool::audit_lists() const {
   std::vector<int> seen(blocks_.size(), 0);
   for (BlockId b : free_) {
     if (b < 0 || b >= n_blocks()) return fmt::format("free list holds bad id {}", b);
-    if (blocks_[b].ref_count != 0 || blocks_[b].hashed)
-      return fmt::format("free block {} has ref_count {} or a hash", b, blocks_[b].ref_count);
+    if (blocks_[b].ref_count != 0 || is_kept(b))
+      return fmt::format("free block {} has ref_count {} or is kept", b, blocks_[b].ref_count);
     ++seen[b];
   }
   int n_lru = 0;
   for (BlockId b = lru_head_, prev = kNoBlock; b != kNoBlock; prev = b, b = blocks_[b].lru_next) {
     if (blocks_[b].lru_prev != prev) return fmt::format("LRU back link of block {} is wrong", b);
-    if (blocks_[b].ref_count != 0 || !blocks_[b].hashed)
-      return fmt::format("cached block {} has ref_count {} or no hash", b, blocks_[b].ref_count);
+    if (blocks_[b].ref_count != 0 || !is_kept(b))
+      return fmt::format("cached block {} has ref_count {} or is not kept", b, blocks_[b].ref_count);
     if (++seen[b] > 1 || ++n_lru > n_blocks()) return fmt::format("block {} listed twice", b);
   }
   if (n_lru != n_cached_)
@@ -173,9 +207,18 @@ std::string BlockPool::audit_lists() const {
 std::string BlockPool::audit() const {
   std::string why = audit_lists();
   if (!why.empty()) return why;
-  size_t n_hashed = 0;
+  size_t n_hashed = 0, n_kept = 0;
   for (BlockId b = 0; b < n_blocks(); ++b) {
-    if (!blocks_[b].hashed) continue;
+    if (!is_kept(b)) continue;
+    ++n_kept;
+    const auto [first, last] = by_parent_.equal_range(blocks_[b].parent);
+    if (std::count_if(first, last, [b](const auto& e) { return e.second == b; }) != 1)
+      return fmt::format("kept block {} is not listed once under its parent", b);
+    if (!blocks_[b].hashed) {
+      if (blocks_[b].partial >= block_size_) return fmt::format("partial block {} holds a whole block", b);
+      continue;
+    }
+    if (blocks_[b].partial != 0) return fmt::format("block {} is both hashed and partial", b);
     ++n_hashed;
     auto it = by_hash_.find(blocks_[b].hash);
     if (it == by_hash_.end() || it->second != b)
@@ -185,6 +228,8 @@ std::string BlockPool::audit() const {
   }
   if (n_hashed != by_hash_.size())
     return fmt::format("hash map holds {} entries for {} hashed blocks", by_hash_.size(), n_hashed);
+  if (n_kept != by_parent_.size())
+    return fmt::format("parent map holds {} entries for {} kept blocks", by_parent_.size(), n_kept);
   return "";
 }
 

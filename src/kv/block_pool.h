@@ -6,13 +6,16 @@
 // kv/kv_cache.h for the CPU storage), so the same pool serves any device.
 //
 // Every block is in exactly one of three states:
-//   free    ref_count == 0, no hash        on the free list
-//   cached  ref_count == 0, hash known     on the LRU list and in the hash map
-//   used    ref_count  > 0                 (in the hash map if its hash is known)
-// A block gets a hash only once it is full and its K/V were written
-// (BlockManager::commit). A cached block keeps its contents until acquire()
-// evicts it: free blocks are handed out first, then cached blocks, least
-// recently released first (as vLLM and nano-vllm do).
+//   free    ref_count == 0, not kept       on the free list
+//   cached  ref_count == 0, kept           on the LRU list
+//   used    ref_count  > 0                 (kept or not)
+// A kept block is registered with its contents for reuse: a full one under
+// its hash (once full and its K/V written, BlockManager::commit), or a partly
+// filled one with its first rows' tokens (register_partial, when its
+// sequence is freed), which is never shared, only copied from. A cached block
+// keeps its contents until acquire() evicts it: free blocks are handed out
+// first, then cached blocks, least recently released first (as vLLM and
+// nano-vllm do).
 //
 // Hashes chain: hash(block i) = H(hash(block i-1), tokens of block i), with
 // kRootHash before the first block, so one hash names a whole prefix. A lookup
@@ -54,16 +57,19 @@ class BlockPool {
 
   int ref_count(BlockId b) const { return blocks_[b].ref_count; }
   bool is_hashed(BlockId b) const { return blocks_[b].hashed; }
+  // Hashed, or a registered partial block.
+  bool is_kept(BlockId b) const { return blocks_[b].hashed || blocks_[b].partial > 0; }
 
   // Takes a free block, or evicts the least recently released cached block
   // (forgetting its hash). The result has ref_count 1 and no hash.
   // Throws cohort::Error when n_free_blocks() == 0.
   BlockId acquire();
 
-  // ref_count++; a cached block leaves the LRU list (prefix reuse).
+  // ref_count++; a cached block leaves the LRU list (prefix reuse, or a
+  // partial block held while a sequence copies from it).
   // REQUIRES: b is used or cached.
   void ref(BlockId b);
-  // ref_count--; at zero the block becomes cached if hashed, else free.
+  // ref_count--; at zero the block becomes cached if kept, else free.
   // REQUIRES: ref_count(b) > 0.
   void unref(BlockId b);
 
@@ -77,6 +83,21 @@ class BlockPool {
   // REQUIRES: ref_count(b) > 0, !is_hashed(b), tokens.size() == block_size().
   BlockHash register_full(BlockId b, BlockHash parent, std::span<const int32_t> tokens);
 
+  // Records that used block `b`, about to be released by the sequence that
+  // wrote it, holds `tokens` (fewer than block_size) in its first rows after
+  // the prefix `parent`, so that a later prompt may copy them.
+  // REQUIRES: ref_count(b) > 0, b not kept, 1 <= tokens.size() < block_size().
+  void register_partial(BlockId b, BlockHash parent, std::span<const int32_t> tokens);
+
+  // The kept block after the prefix `parent` whose leading tokens agree
+  // longest with `tokens` (full or partial), and how many agree; {kNoBlock,
+  // 0} if none does.
+  struct PrefixRows {
+    BlockId block = kNoBlock;
+    int n_rows = 0;
+  };
+  PrefixRows longest_rows(BlockHash parent, std::span<const int32_t> tokens) const;
+
   // Checks every internal invariant in O(n_blocks); returns "" or a
   // description of the first violation. For tests and debugging.
   std::string audit() const;
@@ -85,26 +106,28 @@ class BlockPool {
   struct Block {
     int ref_count = 0;
     bool hashed = false;
+    int partial = 0;  // kept rows of a partly filled block (not hashed); 0 otherwise
     BlockHash hash = 0;
     BlockHash parent = 0;
     BlockId lru_prev = kNoBlock;  // LRU links, valid while cached
     BlockId lru_next = kNoBlock;
   };
 
-  std::span<const int32_t> tokens_of(BlockId b) const;
+  std::span<const int32_t> tokens_of(BlockId b) const;  // its kept tokens
   void lru_push_back(BlockId b);
   void lru_remove(BlockId b);
-  void forget_hash(BlockId b);
+  void forget(BlockId b);
   std::string audit_lists() const;
 
   int block_size_;
   std::vector<Block> blocks_;              // [n_blocks]
-  std::vector<int32_t> tokens_;            // [n_blocks, block_size], valid while hashed
+  std::vector<int32_t> tokens_;            // [n_blocks, block_size], valid while kept
   std::vector<BlockId> free_;              // stack; back() is handed out next
   BlockId lru_head_ = kNoBlock;            // least recently released cached block
   BlockId lru_tail_ = kNoBlock;            // most recently released
   int n_cached_ = 0;
   std::unordered_map<BlockHash, BlockId> by_hash_;  // hashed blocks (used or cached)
+  std::unordered_multimap<BlockHash, BlockId> by_parent_;  // kept blocks by their parent's hash
 };
 
 }  // namespace cohort::kv

@@ -89,6 +89,15 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
   v_ = allocate(v_bytes_);
 }
 
+void KvCache::copy_rows(const BlockCopy& c) {
+  assert(c.src != c.dst && c.n_rows >= 0 && c.n_rows <= shape_.block_size);
+  const auto n = static_cast<size_t>(c.n_rows);
+  for (int layer = 0; layer < shape_.n_layer; ++layer) {
+    std::memcpy(k(layer, {c.dst, 0}), k(layer, {c.src, 0}), n * shape_.k_row_bytes());
+    std::memcpy(v(layer, {c.dst, 0}), v(layer, {c.src, 0}), n * shape_.v_row_bytes());
+  }
+}
+
 size_t KvCache::offset(int layer, Slot s, size_t row_bytes) const {
   assert(layer >= 0 && layer < shape_.n_layer);
   assert(s.block >= 0 && s.block < shape_.n_blocks);

@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "gguf/tensor_type.h"
+#include "kv/block_copy.h"
 #include "kv/block_manager.h"
 
 namespace cohort::kv {
@@ -78,6 +79,10 @@ class KvCache {
   uint8_t* v(int layer, Slot s) { return v_.get() + offset(layer, s, shape_.v_row_bytes()); }
   const uint8_t* k(int layer, Slot s) const { return k_.get() + offset(layer, s, shape_.k_row_bytes()); }
   const uint8_t* v(int layer, Slot s) const { return v_.get() + offset(layer, s, shape_.v_row_bytes()); }
+
+  // Every layer's K and V rows 0 .. c.n_rows - 1 of block c.src into block
+  // c.dst (BlockCopy). REQUIRES: valid distinct blocks, n_rows <= block_size.
+  void copy_rows(const BlockCopy& c);
 
  private:
   struct FreeAligned {

@@ -441,19 +441,41 @@ def _metric(url, name):
     raise AssertionError(f"{name} not in /metrics")
 
 
+def test_a_repeated_prompt_computes_only_its_last_token(cohort_server):
+    """As llama-server's slots do: the second time, every prompt token but the
+    last is cached, the partly filled last KV block included (copied into the
+    new request's own block), and the answer is the same."""
+    answers = []
+    for words in (9, 9, 23, 23):  # prompts whose lengths are not whole blocks
+        prompt = " ".join(f"item{i}" for i in range(words)) + " and then"
+        r = requests.post(cohort_server + COMPLETIONS, timeout=TIMEOUT,
+                          json={"prompt": prompt, "max_tokens": 6, "temperature": 0, "ignore_eos": True})
+        assert r.status_code == 200, r.text
+        answers.append(r.json())
+    for first, second in ((answers[0], answers[1]), (answers[2], answers[3])):
+        usage = second["usage"]
+        assert usage["prompt_tokens"] % 16 != 0, usage
+        assert usage["prompt_tokens_details"]["cached_tokens"] == usage["prompt_tokens"] - 1, usage
+        assert second["choices"][0]["text"] == first["choices"][0]["text"]
+
+
 def test_llama_server_metrics_count_what_requests_did(cohort_server):
     m = lambda name: _metric(cohort_server, "llamacpp:" + name)  # noqa: E731
     before = {k: m(k) for k in ("n_decode_total", "prompt_tokens_cached_total", "tokens_predicted_total",
                                 "prompt_seconds_total", "tokens_predicted_seconds_total")}
     prompt = "The history of the river and the city, " * 6  # several whole KV blocks
+    usages = []
     for _ in range(2):
         r = requests.post(cohort_server + COMPLETIONS, timeout=TIMEOUT,
                           json={"prompt": prompt, "max_tokens": 5, "temperature": 0, "ignore_eos": True})
         assert r.status_code == 200
-    usage = r.json()["usage"]
-    cached = usage["prompt_tokens_details"]["cached_tokens"]
-    assert cached > 0  # the second request reused the first one's blocks
-    assert m("prompt_tokens_cached_total") - before["prompt_tokens_cached_total"] == cached
+        usages.append(r.json()["usage"])
+    usage = usages[-1]
+    cached = [u["prompt_tokens_details"]["cached_tokens"] for u in usages]
+    # the second request reused the first one's blocks (the first may reuse
+    # an earlier request's leading rows: the BOS token at least)
+    assert cached[1] == usage["prompt_tokens"] - 1
+    assert m("prompt_tokens_cached_total") - before["prompt_tokens_cached_total"] == sum(cached)
     assert m("tokens_predicted_total") - before["tokens_predicted_total"] == 10
     assert m("tokens_predicted_total") == _metric(cohort_server, "cohort:tokens_predicted_total")
     # two prefills and 2 x 4 decode steps at least (a prompt may take several steps)

@@ -101,6 +101,10 @@ void CpuBackend::rope(const backend::RopeParams& p, TensorView x, int64_t n_head
   cpu::rope(p, numerics(), x.f32(), in.positions.data(), in.n_tok, n_heads, x.n_cols / n_heads);
 }
 
+void CpuBackend::begin_step(const backend::StepInput& in) {
+  for (const kv::BlockCopy& copy : in.kv_copies) kv_.copy_rows(copy);
+}
+
 void CpuBackend::store_kv(int layer, ConstTensorView k, ConstTensorView v,
                           const backend::StepInput& in) {
   const int64_t row = k.n_cols;

@@ -29,6 +29,7 @@ class CpuBackend final : public backend::Backend {
   size_t kv_bytes() const override { return kv_.n_bytes(); }
   backend::MemoryUse memory() const override;
   backend::Tensor alloc(int64_t n_rows, int64_t n_cols) override;
+  void begin_step(const backend::StepInput& in) override;
 
   void get_rows(backend::ConstTensorView table, std::span<const int32_t> ids,
                 backend::TensorView out) override;

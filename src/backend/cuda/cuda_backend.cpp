@@ -279,6 +279,30 @@ size_t CudaBackend::kv_layer_elements() const {
   return static_cast<size_t>(s.n_blocks) * s.block_size * s.n_head_kv * s.head_dim;
 }
 
+// Copy-on-write of a reused prompt block (StepInput::kv_copies): a block's
+// rows are contiguous in each K and V array (and in a Q8_0 array's scales),
+// so each layer takes two or four device-to-device copies on the stream.
+void CudaBackend::copy_kv_rows(const kv::BlockCopy& c) {
+  const kv::KvCacheShape& s = limits_.kv;
+  const size_t row = static_cast<size_t>(s.n_head_kv) * static_cast<size_t>(s.head_dim);  // elements
+  const size_t src = static_cast<size_t>(c.src) * static_cast<size_t>(s.block_size) * row;
+  const size_t dst = static_cast<size_t>(c.dst) * static_cast<size_t>(s.block_size) * row;
+  const size_t n = static_cast<size_t>(c.n_rows) * row;
+  const size_t elements = kv_layer_elements(), array = kv_array_bytes(kv_type_, elements);
+  const bool q8 = kv_type_ == KvType::kQ8_0;
+  const size_t element_bytes = q8 ? 1 : 2;
+  auto copy = [this](uint8_t* base, size_t to, size_t from, size_t bytes) {
+    CUDA_CHECK(cudaMemcpyAsync(base + to, base + from, bytes, cudaMemcpyDeviceToDevice, stream_));
+  };
+  for (int layer = 0; layer < s.n_layer; ++layer) {
+    uint8_t* k = kv_.data() + 2 * array * static_cast<size_t>(layer);
+    for (uint8_t* a : {k, k + array}) {
+      copy(a, dst * element_bytes, src * element_bytes, n * element_bytes);
+      if (q8) copy(a + elements, dst / 32 * sizeof(__half), src / 32 * sizeof(__half), n / 32 * sizeof(__half));
+    }
+  }
+}
+
 KvCacheView CudaBackend::kv_layer(int layer) {
   const kv::KvCacheShape& s = limits_.kv;
   const size_t n = kv_layer_elements(), array = kv_array_bytes(kv_type_, n);
@@ -302,6 +326,7 @@ void CudaBackend::begin_step(const backend::StepInput& in) {
   flush_matvecs();
   flush_add();  // the last add of a step without logits
   invalidate_quantized();
+  for (const kv::BlockCopy& c : in.kv_copies) copy_kv_rows(c);  // eagerly, before a capture begins
   step_.upload(in, stream_);
   best_k_ = in.best_k;
   graphs_.begin({in.n_tok, in.n_logits(), static_cast<int32_t>(step_.table_width())}, stream_);

@@ -127,6 +127,7 @@ class CudaBackend final : public backend::Backend {
   const void* on_device(backend::ConstTensorView v);
   const float* f32_on_device(backend::ConstTensorView v);
   size_t kv_layer_elements() const;  // of K (or V) in one layer
+  void copy_kv_rows(const kv::BlockCopy& c);
   KvCacheView kv_layer(int layer);
   void load_shards(std::span<const backend::ConstTensorView> shards);
   void require_weight_room(size_t bytes) const;

@@ -33,6 +33,32 @@ TEST(CudaDecoderSubmit, GivesDecodesLogitsBitForBit) {
 
 // Batch::best_k: the pairs the GPU selects are the host's selection of the
 // same step's logits (which a best_k step does not copy), bit for bit.
+// Prompt reuse on the GPU: the rows a new sequence copies from an ended
+// one's partly filled block (device-to-device, before the step) give the
+// logits the same step gave over the rows computed in place, bit for bit,
+// in every KV cache type (Q8_0 copies its scales too), on one GPU and on
+// two ranks sharing it.
+TEST(CudaDecoderSubmit, CopiedPromptRowsGiveTheLogitsOfTheComputedOnes) {
+  COHORT_REQUIRE_CUDA_DEVICE();
+  const std::string path = engine::write_model(gguf::TensorType::Q4_K, model::Family::llama);
+  const auto m = model::Model::load(path);
+  for (const std::string dev : {"cuda0", "cuda0,cuda0"}) {
+    for (const char* type : {"f16", "bf16", "q8_0"}) {
+      SCOPED_TRACE(dev + " " + type);
+      engine::DecoderOptions o;
+      o.device = dev;
+      if (dev.find(',') != std::string::npos) o.split_mode = "tensor";
+      o.cache_type_k = o.cache_type_v = type;
+      o.n_ctx = 256;
+      engine::Decoder dec(*m, o);
+      const engine::ReusedPrompt r = engine::reused_prompt_logits(dec, 5);
+      EXPECT_EQ(r.n_cached, 25);
+      EXPECT_EQ(r.reused, r.computed);
+    }
+  }
+  std::filesystem::remove(path);
+}
+
 TEST(CudaDecoderSubmit, BestLogitsAreTheRowsSelection) {
   COHORT_REQUIRE_CUDA_DEVICE();
   const std::string path = engine::write_model(gguf::TensorType::Q4_K, model::Family::llama);
