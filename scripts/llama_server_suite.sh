@@ -13,8 +13,9 @@
 # before n_predict (the ctx_shift_disabled cases), a BERT model's
 # [CLS]/[SEP] in embedding token counts and an empty input that still has
 # tokens. The others: context shift (not done: a full context ends with
-# "length"); prompt reuse in whole 16-token KV blocks (cached_tokens and
-# llamacpp:prompt_tokens_cached_total count no partly filled last block);
+# "length"); prompt reuse in whole 16-token KV blocks (since 2026-12-06 a
+# partly filled block is copied, so a repeated prompt caches all but its
+# last token as llama-server's slots do; not yet re-run here);
 # no web UI at / (test_no_ui, static assets); no CORS header by default
 # once --api-key is set (a deliberate difference); the firefunction
 # template, which needs llama.cpp's Jinja leniency ('a' + undefined is
