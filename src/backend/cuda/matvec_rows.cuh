@@ -143,7 +143,9 @@ inline constexpr int64_t kMatvecWarpsPerSm = 28;
 // each lane; else 1. The 4096-row projections of an 8B model (q, k, v;
 // output; down) ran as 2,048-3,072 warps, 15-23 a multiprocessor; split,
 // BF16 tg128 went 220.8 -> 232.6 t/s on an H200. The int8 matvec, split
-// the same way, lost (Q4_K 460 -> 445, Q8_0 345 -> 338), so it is not.
+// the same way, lost (Q4_K 460 -> 445, Q8_0 345 -> 338), and split only
+// where each warp keeps three units a lane (the down projection) lost too
+// (PERFORMANCE.md, "a streaming int8 matvec"), so it is not.
 inline int split_units(int64_t groups, int64_t n_units, int sm_count) {
   return groups < kMatvecWarpsPerSm * sm_count && n_units >= 64 ? 2 : 1;
 }
