@@ -61,6 +61,24 @@ void kv_store(const KvCacheView& cache, const __nv_bfloat16* k_new, const __nv_b
   if (n_tok > 0) kernels::launch_kv_store(cache, k_new, v_new, token_stride, slots, n_tok, stream);
 }
 
+void rope_store_kv(const RopeConfig& config, __nv_bfloat16* q, int64_t q_stride, int64_t n_head, __nv_bfloat16* k,
+                   const __nv_bfloat16* v, int64_t kv_stride, const int32_t* positions, const KvCacheView& cache,
+                   const int32_t* slots, int64_t n_tok, cudaStream_t stream) {
+  check_cache(cache, "rope_store_kv");
+  const kernels::RopeArgs a = kernels::rope_args(config, cache.head_dim);
+  const int64_t row = cache.n_head_kv * cache.head_dim;
+  if (n_tok < 0 || n_tok > 65535 || n_head <= 0 || n_head > 65535 - cache.n_head_kv ||
+      q_stride < n_head * cache.head_dim || kv_stride < row || kv_stride % 8 != 0 || cache.head_dim % 32 != 0 ||
+      !aligned16(k) || !aligned16(v)) {
+    fail("cuda: rope_store_kv of {} tokens, {} heads and {} KV heads of {} (strides {} and {}, head_dim a multiple "
+         "of 32, KV rows 16-byte aligned): bad shape",
+         n_tok, n_head, cache.n_head_kv, cache.head_dim, q_stride, kv_stride);
+  }
+  if (n_tok > 0) {
+    kernels::launch_rope_store(a, q, q_stride, n_head, k, v, kv_stride, positions, cache, slots, n_tok, stream);
+  }
+}
+
 size_t decode_attention_workspace_bytes(int64_t n_seq, int64_t n_head, int64_t head_dim, int64_t max_ctx) {
   // Fewer sequences may take more splits each: the most over every count up to n_seq.
   int64_t most = 0;

@@ -20,6 +20,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
+#include "backend/cuda/elementwise.h"
+
 namespace cohort::cuda {
 
 inline constexpr int kKvBlockSize = 16;  // tokens per KV block (DESIGN.md, KV cache)
@@ -62,6 +64,14 @@ void check_cache(const KvCacheView& cache, const char* op);
 // two tokens share a slot.
 void kv_store(const KvCacheView& cache, const __nv_bfloat16* k_new, const __nv_bfloat16* v_new,
               int64_t token_stride, const int32_t* slots, int64_t n_tok, cudaStream_t stream);
+
+// rope(config, q, q_stride, positions, n_tok, n_head, head_dim) and
+// rope(config, k, kv_stride, ...) of cache.n_head_kv heads, then
+// kv_store(cache, k, v, kv_stride, slots, n_tok) of the rotated k, in one
+// launch with the same results (rope_store.cu). REQUIRES: as those three.
+void rope_store_kv(const RopeConfig& config, __nv_bfloat16* q, int64_t q_stride, int64_t n_head, __nv_bfloat16* k,
+                   const __nv_bfloat16* v, int64_t kv_stride, const int32_t* positions, const KvCacheView& cache,
+                   const int32_t* slots, int64_t n_tok, cudaStream_t stream);
 
 // Bytes of device workspace decode_attention needs for these bounds
 // (partial results of the context splits). Allocate once, for the largest.

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "backend/cuda/attention.h"
+#include "backend/cuda/elementwise_kernels.h"
 
 namespace cohort::cuda::kernels {
 
@@ -30,5 +31,10 @@ void launch_decode_attention(const KvCacheView& cache, const __nv_bfloat16* q, c
 
 void launch_kv_store(const KvCacheView& cache, const __nv_bfloat16* k_new, const __nv_bfloat16* v_new,
                      int64_t token_stride, const int32_t* slots, int64_t n_tok, cudaStream_t stream);
+
+// rope_store.cu; checked by the caller (attention.cpp, rope_store_kv).
+void launch_rope_store(const RopeArgs& a, __nv_bfloat16* q, int64_t q_stride, int64_t n_head, __nv_bfloat16* k,
+                       const __nv_bfloat16* v, int64_t kv_stride, const int32_t* positions, const KvCacheView& cache,
+                       const int32_t* slots, int64_t n_tok, cudaStream_t stream);
 
 }  // namespace cohort::cuda::kernels

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -324,6 +326,7 @@ KvCacheView CudaBackend::kv_layer(int layer) {
 void CudaBackend::begin_step(const backend::StepInput& in) {
   CUDA_CHECK(cudaSetDevice(device_index_));  // the thread that drives the backend may have changed
   flush_matvecs();
+  flush_ropes();
   flush_add();  // the last add of a step without logits
   invalidate_quantized();
   for (const kv::BlockCopy& c : in.kv_copies) copy_kv_rows(c);  // eagerly, before a capture begins
@@ -341,6 +344,7 @@ void CudaBackend::get_rows(ConstTensorView table, std::span<const int32_t> ids, 
 void CudaBackend::rms_norm(ConstTensorView x, ConstTensorView weight, float eps, TensorView y) {
   if (replaying()) return;
   flush_matvecs();
+  flush_ropes();
   invalidate_quantized();
   auto* xp = const_cast<__nv_bfloat16*>(bf16(x, "rms_norm"));
   __nv_bfloat16* yp = bf16(y, "rms_norm");
@@ -372,6 +376,7 @@ void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
     return matmul_to_host_in_chunks(w, x, y);
   }
   if (!replaying()) {
+    flush_ropes();
     flush_add();
     void* out = to_host ? logits_.data() : static_cast<void*>(bf16(y, "matmul"));
     const MatvecKind kind = matvec_kind(w, x);
@@ -423,6 +428,7 @@ void CudaBackend::matmul_to_host_in_chunks(ConstTensorView w, ConstTensorView x,
   if (!replaying()) {
     flush_add();
     flush_matvecs();
+    flush_ropes();
   }
   graphs_.launch(stream_);  // the step's kernels before this one, if it is graphed; the rest runs eagerly
   const int64_t chunk = logits_chunk_rows(w.n_rows);
@@ -492,6 +498,7 @@ void CudaBackend::add(TensorView x, ConstTensorView y) {
 bool CudaBackend::begin_op() {
   if (replaying()) return false;
   flush_matvecs();
+  flush_ropes();
   invalidate_quantized();
   flush_add();
   return true;
@@ -531,7 +538,10 @@ void CudaBackend::silu_mul(ConstTensorView gate, ConstTensorView up, TensorView 
 }
 
 void CudaBackend::rope(const backend::RopeParams& p, TensorView x, int64_t n_heads, const backend::StepInput& in) {
-  if (!begin_op()) return;
+  if (replaying()) return;
+  flush_matvecs();  // begin_op(), keeping a waiting rotation
+  invalidate_quantized();
+  flush_add();
   RopeConfig c;
   c.n_rot = p.n_rot;
   c.freq_base = p.freq_base;
@@ -545,16 +555,51 @@ void CudaBackend::rope(const backend::RopeParams& p, TensorView x, int64_t n_hea
   c.beta_fast = p.beta_fast;
   c.beta_slow = p.beta_slow;
   c.n_ctx_orig = p.n_ctx_orig;
-  cuda::rope(c, bf16(x, "rope"), x.n_cols, step_.device(in.positions), x.n_rows, n_heads, x.n_cols / n_heads,
-             stream_);
+  const PendingRope r{c, bf16(x, "rope"), x.n_cols, n_heads, x.n_cols / n_heads, x.n_rows, step_.device(in.positions)};
+  const bool joins = n_ropes_ == 1 && ropes_[0].config == r.config && ropes_[0].positions == r.positions &&
+                     ropes_[0].n_tok == r.n_tok;
+  if (!joins) flush_ropes();
+  ropes_[static_cast<size_t>(n_ropes_++)] = r;
+}
+
+namespace {
+
+// COHORT_ROPE_STORE=0 keeps rope, rope and kv_store three launches (for
+// comparisons); read once.
+bool fuse_rope_store() {
+  static const bool on = [] {
+    const char* v = std::getenv("COHORT_ROPE_STORE");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  return on;
+}
+
+}  // namespace
+
+void CudaBackend::flush_ropes() {
+  for (int i = 0; i < n_ropes_; ++i) {
+    const PendingRope& r = ropes_[static_cast<size_t>(i)];
+    cuda::rope(r.config, r.x, r.token_stride, r.positions, r.n_tok, r.n_heads, r.head_dim, stream_);
+  }
+  n_ropes_ = 0;
 }
 
 void CudaBackend::store_kv(int layer, ConstTensorView k, ConstTensorView v, const backend::StepInput& in) {
   if (replaying()) return;
   flush_matvecs();
   flush_add();
-  kv_store(kv_layer(layer), bf16(k, "store_kv"), bf16(v, "store_kv"), k.n_cols, step_.kv_slots(), in.n_tok,
-           stream_);
+  const KvCacheView cache = kv_layer(layer);
+  const PendingRope &qr = ropes_[0], &kr = ropes_[1];
+  if (fuse_rope_store() && n_ropes_ == 2 && static_cast<const void*>(kr.x) == k.data && kr.token_stride == k.n_cols &&
+      kr.n_heads == cache.n_head_kv && kr.head_dim == cache.head_dim && qr.head_dim == cache.head_dim &&
+      kr.n_tok == in.n_tok && v.n_cols == k.n_cols && cache.head_dim % 32 == 0) {
+    n_ropes_ = 0;
+    rope_store_kv(kr.config, qr.x, qr.token_stride, qr.n_heads, kr.x, bf16(v, "store_kv"), k.n_cols, kr.positions,
+                  cache, step_.kv_slots(), in.n_tok, stream_);
+    return;
+  }
+  flush_ropes();
+  kv_store(cache, bf16(k, "store_kv"), bf16(v, "store_kv"), k.n_cols, step_.kv_slots(), in.n_tok, stream_);
 }
 
 void CudaBackend::attention(int layer, ConstTensorView q, int64_t n_head, TensorView out,

@@ -97,6 +97,7 @@ class CudaBackend final : public backend::Backend {
   // Launches the matvecs that wait (the caller enqueues behind the ops).
   comm::Queue queue() override {
     flush_matvecs();
+    flush_ropes();
     return {stream_};
   }
   void load_weights(std::span<const uint8_t> host, std::span<const backend::ConstTensorView> shards) override;
@@ -158,6 +159,8 @@ class CudaBackend final : public backend::Backend {
   // Launches the waiting matvecs, if any. Every op calls it first, and so
   // does queue().
   void flush_matvecs();
+  // Launches the waiting rotations, if any, as they are (rope).
+  void flush_ropes();
   // The start of an op that writes activations: false while a graph
   // replays (nothing to enqueue); else launches a waiting add and forgets
   // the quantized activations, which the op may overwrite.
@@ -217,6 +220,17 @@ class CudaBackend final : public backend::Backend {
     std::array<MatvecPart, kMatvecMaxParts> parts{};
     size_t n = 0;
   } matvecs_;
+  // Rotations not launched yet: q's, then k's. store_kv of the second's k
+  // launches both with the store (rope_store_kv: two dependent launches a
+  // layer fewer); any other op launches them as they are.
+  struct PendingRope {
+    RopeConfig config;
+    __nv_bfloat16* x = nullptr;
+    int64_t token_stride = 0, n_heads = 0, head_dim = 0, n_tok = 0;
+    const int32_t* positions = nullptr;
+  };
+  std::array<PendingRope, 2> ropes_{};
+  int n_ropes_ = 0;
   // A residual add not launched yet: x += y (both BF16 [n_rows, n_cols]).
   struct PendingAdd {
     __nv_bfloat16* x = nullptr;

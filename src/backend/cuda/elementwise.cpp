@@ -42,17 +42,11 @@ void rms_norm(__nv_bfloat16* x, const __nv_bfloat16* residual, const float* weig
   if (n_tok > 0) kernels::launch_rms_norm(x, residual, weight, n_tok, n, eps, y, xq, stream);
 }
 
-void rope(const RopeConfig& c, __nv_bfloat16* x, int64_t token_stride, const int32_t* positions,
-          int64_t n_tok, int64_t n_heads, int64_t head_dim, cudaStream_t stream) {
+kernels::RopeArgs kernels::rope_args(const RopeConfig& c, int64_t head_dim) {
   if (c.n_rot <= 0 || c.n_rot % 2 != 0 || c.n_rot > head_dim) {
     fail("cuda: rope n_rot {} must be even, positive and at most head_dim {}", c.n_rot, head_dim);
   }
-  if (n_heads <= 0 || token_stride < n_heads * head_dim || n_tok < 0 || n_tok > 65535) {
-    fail("cuda: rope of {} tokens of {} heads x {} (token stride {}): bad shape", n_tok, n_heads, head_dim,
-         token_stride);
-  }
   if (c.ext_factor != 0.0f && c.n_ctx_orig <= 0) fail("cuda: rope YaRN needs n_ctx_orig > 0");
-  if (n_tok == 0) return;
   kernels::RopeArgs a;
   a.n_rot = static_cast<int>(c.n_rot);
   a.log2_base = std::log2(c.freq_base);
@@ -66,6 +60,17 @@ void rope(const RopeConfig& c, __nv_bfloat16* x, int64_t token_stride, const int
     a.corr_high = std::min(static_cast<float>(c.n_rot - 1),
                            std::ceil(yarn_corr_dim(c.n_rot, c.n_ctx_orig, c.beta_slow, c.freq_base)));
   }
+  return a;
+}
+
+void rope(const RopeConfig& c, __nv_bfloat16* x, int64_t token_stride, const int32_t* positions,
+          int64_t n_tok, int64_t n_heads, int64_t head_dim, cudaStream_t stream) {
+  const kernels::RopeArgs a = kernels::rope_args(c, head_dim);
+  if (n_heads <= 0 || token_stride < n_heads * head_dim || n_tok < 0 || n_tok > 65535) {
+    fail("cuda: rope of {} tokens of {} heads x {} (token stride {}): bad shape", n_tok, n_heads, head_dim,
+         token_stride);
+  }
+  if (n_tok == 0) return;
   kernels::launch_rope(a, x, token_stride, positions, n_tok, n_heads, head_dim, stream);
 }
 

@@ -41,6 +41,7 @@ struct RopeConfig {
   float beta_fast = 32.0f;
   float beta_slow = 1.0f;
   int64_t n_ctx_orig = 0;
+  bool operator==(const RopeConfig&) const = default;
 };
 
 // In place on x: token t's heads start at x + t * token_stride and are

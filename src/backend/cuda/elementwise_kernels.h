@@ -7,6 +7,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
+#include "backend/cuda/elementwise.h"
+
 namespace cohort::cuda::kernels {
 
 // Shapes checked by the caller: n_tok > 0, n > 0, n % 8 == 0, aligned; xq
@@ -25,6 +27,9 @@ struct RopeArgs {
   float attn_factor = 1.0f;
   float corr_low = 0.0f, corr_high = 0.0f;  // YaRN ramp, as backend/cpu rope()
 };
+// The constants of `config` for heads of head_dim; throws cohort::Error
+// for a bad n_rot or YaRN without n_ctx_orig (elementwise.cpp).
+RopeArgs rope_args(const RopeConfig& config, int64_t head_dim);
 void launch_rope(const RopeArgs& args, __nv_bfloat16* x, int64_t token_stride, const int32_t* positions,
                  int64_t n_tok, int64_t n_heads, int64_t head_dim, cudaStream_t stream);
 
