@@ -41,3 +41,6 @@ target_link_libraries(cohort_pcre2 INTERFACE ${PCRE2_8_STATIC_LIBRARY})
 # OpenSSL for the server's TLS (--ssl-cert-file), linked as a shared library:
 # libssl3 is on the deployment machines (Debian's libssl-dev here).
 find_package(OpenSSL REQUIRED)
+
+# xgrammar (structured output), built from source: cmake/xgrammar.cmake.
+include(${CMAKE_CURRENT_LIST_DIR}/xgrammar.cmake)

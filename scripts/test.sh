@@ -58,14 +58,14 @@ build_asan() {
   # with COHORT_SANITIZE), unity files (the libraries') and precompiled
   # headers; only what the checked lane runs is built.
   cmake -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOHORT_SANITIZE=ON \
-    -DCOHORT_CUDA=OFF "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
+    -DCOHORT_CUDA=OFF -DCOHORT_XGRAMMAR_DIR="$XGRAMMAR_DIR" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
     -DCMAKE_UNITY_BUILD=ON -DCOHORT_PCH=ON >/dev/null
   cmake --build build-asan -j "$JOBS" --target cohort cohort_tests
 }
 
 build_fuzzer() {
   CC=clang CXX=clang++ cmake -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCOHORT_FUZZ=ON -DCOHORT_TESTS=OFF -DCOHORT_CUDA=OFF >/dev/null
+    -DCOHORT_FUZZ=ON -DCOHORT_TESTS=OFF -DCOHORT_CUDA=OFF -DCOHORT_XGRAMMAR_DIR="$XGRAMMAR_DIR" >/dev/null
   cmake --build build-fuzz -j "$JOBS" --target gguf_fuzz
 }
 
@@ -101,6 +101,7 @@ checked_lane() {
 TIMES=$LOGS/times-0-setup.txt
 t_start=$SECONDS
 stage "setup.sh (build)" scripts/setup.sh
+XGRAMMAR_DIR=$(scripts/xgrammar.sh)  # fetched by setup.sh; the other builds compile it too
 stage "test-only packages" install_test_deps
 
 echo "== release lane, and beside it the sanitizer and fuzzer builds (build-logs/side-builds.log)"

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Fetches xgrammar's source (the structured-output engine: grammar and JSON
+# schema to token masks), pinned by version and hash, and prints the folder
+# it is unpacked in, which CMake takes as COHORT_XGRAMMAR_DIR. CMake builds
+# its C++ core as a static library of ours (cmake/xgrammar.cmake).
+#
+# Source: the PyPI source distribution, which holds the C++ core and the
+# third-party headers it needs (picojson, dlpack). Only xgrammar itself is
+# taken as source (--no-binary xgrammar): `--no-binary :all:` would build
+# pip's own build dependencies (cmake) from source too. Unpacked once into
+# the cache; a folder already there is kept.
+set -euo pipefail
+VERSION=0.2.9
+SHA256=87b466bca2475e29bb0323abc62c6c33cbcbcff47e5fb800a3e2099ac9620b90
+CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/cohort
+DIR=$CACHE/xgrammar-$VERSION
+if [ ! -f "$DIR/include/xgrammar/xgrammar.h" ]; then
+  mkdir -p "$CACHE"
+  TMP=$(mktemp -d "$CACHE/xgrammar-fetch.XXXXXX")
+  trap 'rm -rf "$TMP"' EXIT
+  python3 -m pip download -q --disable-pip-version-check --no-deps \
+    --no-binary xgrammar "xgrammar==$VERSION" -d "$TMP" >&2
+  ARCHIVE=$TMP/xgrammar-$VERSION.tar.gz
+  echo "$SHA256  $ARCHIVE" | sha256sum -c --quiet - >&2 ||
+    { echo "error: xgrammar-$VERSION.tar.gz does not have the pinned sha256" >&2; exit 1; }
+  tar -xzf "$ARCHIVE" -C "$TMP"
+  rm -rf "$DIR"
+  mv "$TMP/xgrammar-$VERSION" "$DIR"
+fi
+echo "$DIR"
