@@ -41,6 +41,10 @@ struct StepInput {
   // from its start, the row's best_k (id int32, logit float) pairs by logit
   // descending then id ascending (NaN as -inf), instead of its logits.
   int32_t best_k = 0;
+  // With best_k > 0, optionally: [n_logits, (n_vocab + 31) / 32] words,
+  // bit t % 32 of word t / 32 set where logit row i may select token t; the
+  // others count as -inf (structured output's mask). Empty: none.
+  std::span<const uint32_t> token_masks;
   // KV rows to copy, in order, before the step writes any (copy-on-write of
   // a prompt's partly reused block; kv::BlockManager::take_copies). Only the
   // first micro-batch of a step carries them; begin_step performs them.

@@ -25,6 +25,7 @@ void Batch::clear() {
   want_logits.clear();
   want_embd.clear();
   best_k = 0;
+  token_masks.clear();
 }
 
 void Batch::reserve(int n_tokens) {
@@ -44,6 +45,13 @@ void validate(const Batch& batch, int n_vocab, std::vector<SeqSpan>& seqs) {
          n, batch.positions.size(), batch.seq_ids.size(), batch.want_logits.size(), batch.want_embd.size());
   if (batch.best_k < 0 || batch.best_k > backend::kMaxBestLogits || batch.best_k > n_vocab)
     fail("batch: best_k = {} is outside [0, {}]", batch.best_k, std::min(backend::kMaxBestLogits, n_vocab));
+  if (!batch.token_masks.empty()) {
+    const size_t want = static_cast<size_t>(batch.n_outputs()) * static_cast<size_t>(Batch::mask_words(n_vocab));
+    if (batch.best_k == 0) fail("batch: token masks without best_k");
+    if (batch.token_masks.size() != want)
+      fail("batch: {} token-mask words for {} logit rows of {} tokens (want {})", batch.token_masks.size(),
+           batch.n_outputs(), n_vocab, want);
+  }
   seqs.clear();
   size_t hit = 0;  // the span of the previous row: rows of one sequence are usually adjacent
   for (size_t i = 0; i < n; ++i) {

@@ -36,6 +36,14 @@ struct Batch {
   // chain starts with top_k <= best_k needs (Sampler::best_needed). At most
   // backend::kMaxBestLogits.
   int32_t best_k = 0;
+  // With best_k > 0, optionally: the tokens each logit row's best may hold
+  // (structured output), [n_outputs, mask_words()] words, bit t % 32 of
+  // word t / 32 set where token t is allowed (Sampler::write_mask); the rest
+  // of the row counts as -inf before the best are selected. Empty: no mask.
+  std::vector<uint32_t> token_masks;
+
+  // Words of a row of token_masks for n_vocab logits.
+  static int mask_words(int n_vocab) { return (n_vocab + 31) / 32; }
 
   int n_tokens() const { return static_cast<int>(tokens.size()); }
   int n_outputs() const;       // rows with want_logits set

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string_view>
 #include <type_traits>
 #include <thread>
@@ -75,6 +76,18 @@ int rank_threads(int n_threads, int n_ranks, int rank) {
   if (n_ranks == 1) return n_threads;
   const int total = n_threads > 0 ? n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, total / n_ranks + (rank < total % n_ranks ? 1 : 0));
+}
+
+// The logits of row that `words` (Batch::token_masks) rules out, to -inf.
+void mask_row(std::span<float> row, std::span<const uint32_t> words) {
+  for (size_t w = 0; w < words.size(); ++w) {
+    const uint32_t word = words[w];
+    if (word == 0xFFFFFFFFu) continue;
+    const size_t end = std::min(row.size(), (w + 1) * 32);
+    for (size_t i = w * 32; i < end; ++i) {
+      if (((word >> (i % 32)) & 1u) == 0) row[i] = -std::numeric_limits<float>::infinity();
+    }
+  }
 }
 
 }  // namespace
@@ -228,20 +241,26 @@ bool Decoder::device_selects_best(int k) const {
   return ranks_.size() == 1 && ranks_[0]->backend->selects_best() && 2 * k <= n_vocab();
 }
 
-void Decoder::collect_best(std::span<const float> logits, int n_rows, int k, int which) {
+void Decoder::collect_best(std::span<float> logits, const Batch& batch, int which) {
+  const int n_rows = batch.n_outputs();
+  const int k = batch.best_k;
   const size_t n_vocab = static_cast<size_t>(this->n_vocab());
+  const size_t words = static_cast<size_t>(Batch::mask_words(static_cast<int>(n_vocab)));
   std::vector<TokenLogit>& best = best_[which];
   best.resize(static_cast<size_t>(n_rows) * static_cast<size_t>(k));
   best_k_[which] = k;
   const bool device = device_selects_best(k);
   if (!device && no_skip_.size() != n_vocab) no_skip_.assign(n_vocab, 0);
   for (int r = 0; r < n_rows; ++r) {
-    const std::span<const float> row = logits.subspan(static_cast<size_t>(r) * n_vocab, n_vocab);
+    const std::span<float> row = logits.subspan(static_cast<size_t>(r) * n_vocab, n_vocab);
     TokenLogit* dst = best.data() + static_cast<size_t>(r) * static_cast<size_t>(k);
     if (device) {  // the pairs the backend wrote at the row's start
       static_assert(std::is_trivially_copyable_v<TokenLogit> && sizeof(TokenLogit) == 8);
       std::memcpy(static_cast<void*>(dst), row.data(), static_cast<size_t>(k) * sizeof(TokenLogit));
     } else {
+      if (!batch.token_masks.empty()) {
+        mask_row(row, std::span(batch.token_masks).subspan(static_cast<size_t>(r) * words, words));
+      }
       select_top_k(select_, row, k, {}, no_skip_);
       std::copy_n(select_.data.begin(), k, dst);
     }
@@ -268,7 +287,14 @@ void Decoder::run_batch(const Batch& batch, std::span<float> logits, std::span<f
   for (int begin = 0; begin < batch.n_tokens(); begin += n_ub) {
     const int end = std::min(begin + n_ub, batch.n_tokens());
     backend::StepInput in = step_.build(batch, begin, end, blocks_);
-    if (device_selects_best(batch.best_k)) in.best_k = batch.best_k;
+    if (device_selects_best(batch.best_k)) {
+      in.best_k = batch.best_k;
+      if (!batch.token_masks.empty()) {
+        const size_t words = static_cast<size_t>(Batch::mask_words(static_cast<int>(n_vocab)));
+        in.token_masks = std::span(batch.token_masks).subspan(static_cast<size_t>(n_out) * words,
+                                                              static_cast<size_t>(in.n_logits()) * words);
+      }
+    }
     if (begin == 0) in.kv_copies = kv_copies_;
     const std::span<float> out = logits.subspan(static_cast<size_t>(n_out) * static_cast<size_t>(n_vocab));
     const backend::TensorView hid =
@@ -284,7 +310,7 @@ void Decoder::run_batch(const Batch& batch, std::span<float> logits, std::span<f
     }
   }
   best_k_[which] = 0;
-  if (batch.best_k > 0) collect_best(logits, batch.n_outputs(), batch.best_k, which);
+  if (batch.best_k > 0) collect_best(logits, batch, which);
 }
 
 std::span<const float> Decoder::decode(const Batch& batch) {

@@ -178,9 +178,11 @@ class Decoder {
   // Whether rank 0's backend selects the best k logits itself (a single
   // GPU, and rows of at least 2k floats to hold the pairs).
   bool device_selects_best(int k) const;
-  // best_[which] [n_rows, k] from the rows in `logits`: copied from the
-  // pairs a device wrote at each row's start, or selected on the host.
-  void collect_best(std::span<const float> logits, int n_rows, int k, int which);
+  // best_[which] [batch.n_outputs(), batch.best_k] from the rows in
+  // `logits`: copied from the pairs a device wrote at each row's start, or
+  // selected on the host (after setting the logits batch.token_masks rules
+  // out to -inf, in place).
+  void collect_best(std::span<float> logits, const Batch& batch, int which);
   // Runs the step in `in` on every rank; rank 0's logits land in `out`, its
   // hidden states in `hidden`.
   void run_step(const backend::StepInput& in, backend::TensorView out, backend::TensorView hidden);

@@ -45,6 +45,12 @@ Sampler::Sampler(const SamplingParams& params, int n_vocab, int n_ctx)
       fail("invalid sampling parameter logit_bias: token id {} is outside the vocabulary of {}", b.token, n_vocab);
     }
   }
+  if (params_.grammar) {
+    if (params_.grammar->n_vocab() > n_vocab)
+      fail("sampler: the grammar's vocabulary of {} is larger than the {} logits", params_.grammar->n_vocab(), n_vocab);
+    grammar_.emplace(params_.grammar);
+    masked_.resize(static_cast<size_t>(n_vocab));
+  }
   if (params_.repeat_last_n == -1 && n_ctx < 1)
     fail("sampler: repeat_last_n = -1 needs the context size, got n_ctx = {}", n_ctx);
   window_ = static_cast<size_t>(params_.repeat_last_n == -1 ? n_ctx : params_.repeat_last_n);
@@ -61,6 +67,7 @@ void Sampler::reset() {
   recent_.clear();
   recent_next_ = 0;
   candidates_.size = 0;
+  if (grammar_) grammar_->reset();
 }
 
 double Sampler::next_uniform() {
@@ -68,6 +75,13 @@ double Sampler::next_uniform() {
 }
 
 void Sampler::accept(int32_t token) {
+  if (grammar_ && !grammar_->accept(token)) fail("sampler: the grammar does not allow token {} here", token);
+  remember(token);
+}
+
+void Sampler::accept_prompt(int32_t token) { remember(token); }
+
+void Sampler::remember(int32_t token) {
   if (window_ == 0) return;
   if (recent_.size() < window_) {
     recent_.push_back(token);
@@ -117,6 +131,12 @@ void Sampler::collect_changed(std::span<const float> logits) {
 int32_t Sampler::sample(std::span<const float> logits) {
   if (logits.size() != static_cast<size_t>(n_vocab_))
     fail("sampler: got {} logits for a vocabulary of {}", logits.size(), n_vocab_);
+  if (grammar_) {
+    if (grammar_->terminated()) fail("sampler: the grammar is complete and ended; nothing may follow");
+    masked_.assign(logits.begin(), logits.end());
+    grammar_->apply(masked_);
+    logits = masked_;
+  }
   Candidates& c = candidates_;
   const int k = params_.temp <= 0.0f ? 1 : params_.top_k;
   if (k >= 1 && k <= kMaxSelectedTopK) {
@@ -144,11 +164,27 @@ int Sampler::best_needed(int cap) const {
 int32_t Sampler::sample_best(std::span<const TokenLogit> best) {
   const int k = best_needed(static_cast<int>(best.size()));
   if (k == 0) fail("sampler: {} best logits do not decide this request's sampling", best.size());
+  if (grammar_) {
+    if (grammar_->terminated()) fail("sampler: the grammar is complete and ended; nothing may follow");
+    for (int i = 0; i < k; ++i) {
+      const TokenLogit& t = best[static_cast<size_t>(i)];
+      if (std::isfinite(t.logit) && !grammar_->allows(t.id))
+        fail("sampler: best logit of token {} is one the grammar does not allow (the row was not masked)", t.id);
+    }
+  }
   Candidates& c = candidates_;
   c.data.assign(best.begin(), best.begin() + k);
   c.size = static_cast<size_t>(k);
   c.sorted = true;
   return finish();
+}
+
+void Sampler::write_mask(std::span<uint32_t> words) {
+  if (grammar_) {
+    grammar_->write_mask(words);
+  } else {
+    std::fill(words.begin(), words.end(), 0xFFFFFFFFu);
+  }
 }
 
 // The chain after top_k, on candidates_.

@@ -10,7 +10,7 @@ TokenStream::TokenStream(const SamplingParams& sampling, int n_vocab, int n_ctx,
       params_(std::move(stop)) {}
 
 void TokenStream::accept_prompt(std::span<const int32_t> prompt) {
-  for (int32_t t : prompt) sampler_.accept(t);
+  for (int32_t t : prompt) sampler_.accept_prompt(t);
 }
 
 StreamToken TokenStream::next(std::span<const float> logits) { return push(sampler_.sample(logits)); }

@@ -44,6 +44,9 @@ class TokenStream {
   StreamToken next_best(std::span<const TokenLogit> best);
   // Sampler::best_needed: how many of a row's best logits decide next().
   int best_needed(int cap) const { return sampler_.best_needed(cap); }
+  // Sampler::write_mask and constrained(): the grammar's mask of the next token.
+  void write_mask(std::span<uint32_t> words) { sampler_.write_mask(words); }
+  bool constrained() const { return sampler_.constrained(); }
 
   bool finished() const { return stop_.finished(); }
   FinishReason reason() const { return stop_.reason(); }

@@ -349,9 +349,11 @@ void EngineLoop::collect_hidden(const sched::PlanRow& row, std::span<const float
 // The step is handed to the decoder; while it computes, the previous step's
 // events are delivered and cancellations forwarded; then its rows are sampled.
 void EngineLoop::execute(const sched::BatchPlan& plan) {
+  const auto start = Clock::now();
   result_.clear();
   build_batch(plan);
   batch_.best_k = best_k(plan);
+  if (batch_.best_k > 0) build_masks(plan);
   std::span<const float> logits;
   const size_t n_vocab = static_cast<size_t>(decoder_.n_vocab());
   try {
@@ -412,6 +414,9 @@ void EngineLoop::execute(const sched::BatchPlan& plan) {
       sample_slot(row.slot, row_logits(row.slot), {}, row_best(row.slot), result_);
     }
   }
+  const double taken = seconds(Clock::now() - start);
+  std::lock_guard<std::mutex> lock(mutex_);
+  totals_.step_seconds_total += taken;
 }
 
 // Every row that wants logits is sampled this step or kept for its first
@@ -429,6 +434,26 @@ int EngineLoop::best_k(const sched::BatchPlan& plan) const {
     if (output_row_[static_cast<size_t>(row.slot)] >= 0 && !fits(row.slot)) return 0;
   }
   return k;
+}
+
+void EngineLoop::build_masks(const sched::BatchPlan& plan) {
+  const bool any = std::any_of(plan.rows.begin(), plan.rows.end(), [&](const sched::PlanRow& row) {
+    return output_row_[static_cast<size_t>(row.slot)] >= 0 && slots_[static_cast<size_t>(row.slot)]->stream.constrained();
+  });
+  if (!any) return;
+  const auto start = Clock::now();
+  const size_t words = static_cast<size_t>(engine::Batch::mask_words(decoder_.n_vocab()));
+  batch_.token_masks.resize(static_cast<size_t>(batch_.n_outputs()) * words);
+  for (const sched::PlanRow& row : plan.rows) {
+    const int out = output_row_[static_cast<size_t>(row.slot)];
+    if (out < 0) continue;
+    slots_[static_cast<size_t>(row.slot)]->stream.write_mask(
+        std::span(batch_.token_masks).subspan(static_cast<size_t>(out) * words, words));
+  }
+  const double seconds_taken = seconds(Clock::now() - start);
+  std::lock_guard<std::mutex> lock(mutex_);
+  totals_.grammar_mask_seconds_total += seconds_taken;
+  ++totals_.grammar_mask_steps_total;
 }
 
 // Samples the slot's next token and decides whether it ends the request;

@@ -105,6 +105,10 @@ class EngineLoop final : public GenerationService {
   // The Batch::best_k of the step just built: what its sampled and kept
   // rows need, or 0 where one needs its whole row.
   int best_k(const sched::BatchPlan& plan) const;
+  // Batch::token_masks of the step just built when a row that wants logits
+  // is under a grammar and best_k > 0: each row's grammar mask (all ones
+  // for the others), so that its best logits are the allowed ones.
+  void build_masks(const sched::BatchPlan& plan);
   void sample_slot(int slot, std::span<const float> logits, std::vector<float> kept,
                    std::span<const engine::TokenLogit> best, sched::StepResult& result);
   void collect_hidden(const sched::PlanRow& row, std::span<const float> hidden);

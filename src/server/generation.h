@@ -149,6 +149,13 @@ struct ServiceStats {
   uint64_t n_decode_total = 0;
   uint64_t n_busy_slots_total = 0;
   uint64_t n_tokens_max = 0;
+  // Structured output: the host's time computing grammar masks for the
+  // device's best-logit selection (EngineLoop::build_masks), and the steps
+  // that needed them; and every step's time from its plan to its sampled
+  // tokens, to see the masks' share.
+  double grammar_mask_seconds_total = 0;
+  uint64_t grammar_mask_steps_total = 0;
+  double step_seconds_total = 0;
   int requests_processing = 0;
   int requests_queued = 0;
   int requests_blocked_by_phase = 0;  // queued although a slot is free

@@ -115,6 +115,12 @@ std::string format_metrics(const ServiceStats& s) {
   metric(out, "cohort_size", "gauge", "Number of requests in the current cohort.", s.cohort_size);
   metric(out, "n_slots", "gauge", "Number of slots.", s.n_slots);
   metric(out, "n_ctx", "gauge", "Context capacity of one request, in tokens.", s.n_ctx);
+  metric(out, "step_seconds_total", "counter", "Time the engine loop spent in steps, plan to sampled tokens.",
+         s.step_seconds_total);
+  metric(out, "grammar_mask_seconds_total", "counter",
+         "Time spent computing structured output's token masks for the device.", s.grammar_mask_seconds_total);
+  metric(out, "grammar_mask_steps_total", "counter", "Steps that computed token masks.",
+         static_cast<double>(s.grammar_mask_steps_total));
   llama_server_metrics(out, s);
   histogram(out, "time_to_first_token_seconds", "Time from request arrival to its first token.",
             s.latency_buckets, s.ttft_counts, s.ttft_sum);

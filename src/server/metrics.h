@@ -9,6 +9,9 @@
 //              cohort:phase{phase="idle|prefill|decode|mixed"} (1 for the
 //              active one; "mixed": a step of both under --phase-policy
 //              mixed), cohort:cohort_size, cohort:n_slots, cohort:n_ctx
+//   counters   cohort:step_seconds_total (the engine loop's steps, plan to
+//              sampled tokens), cohort:grammar_mask_seconds_total and
+//              cohort:grammar_mask_steps_total (structured output's masks)
 //   histograms cohort:time_to_first_token_seconds,
 //              cohort:inter_token_latency_seconds (_bucket{le}, _sum, _count)
 //

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "server/chat_prompt.h"
 #include "server/native_prompt.h"
+#include "server/structured_output.h"
 
 namespace cohort::server {
 namespace {
@@ -186,6 +187,7 @@ ParsedRequest read_common(const Json& body, const PromptContext& ctx, Endpoint e
   g.ignore_eos = read_bool(body, "ignore_eos").value_or(false);
   g.return_progress = p.response.stream && read_bool(body, "return_progress").value_or(false);
   if (g.ignore_eos) add_eog_bans(*ctx.tokenizer, g.sampling.logit_bias);
+  g.sampling.grammar = read_structured_output(body, ctx.grammars);
   return p;
 }
 

@@ -13,7 +13,8 @@
 //   1 up to the server's slots, as llama-server; /completion: 1),
 //   cache_prompt, return_progress (streams only), ignore_eos (as llama-server: a -inf logit_bias on every
 //   end-of-generation token), chat_template_kwargs (chat), model and user
-//   (accepted, not used). Other fields are ignored; a known field with the
+//   (accepted, not used), grammar / json_schema / response_format
+//   (structured output: see structured_output.h). Other fields are ignored; a known field with the
 //   wrong type or out of range is a 400 naming it (see request_fields.h).
 //   A prompt that does not fit the context is a 400 with code
 //   "context_length_exceeded".
@@ -30,6 +31,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/grammar.h"
 #include "engine/sampler.h"
 #include "server/generation.h"
 #include "server/request_error.h"
@@ -63,6 +65,8 @@ struct PromptContext {
   std::string chat_template;        // tokenizer.chat_template; "" falls back to ChatML
   int n_ctx = 0;                    // a prompt needs fewer tokens than this
   engine::SamplingParams defaults;  // for the sampling fields a request leaves out
+  // Compiles a request's grammar or JSON schema; null: structured output is refused.
+  const engine::GrammarCompiler* grammars = nullptr;
   int default_max_tokens = -1;      // when no max_tokens field is given (-n)
   int max_choices = 1;              // the most choices (n) of a request: the server's slots
   // Template variables every chat prompt gets unless the request's

@@ -8,6 +8,7 @@ PromptContext ServedModel::prompt_context() const {
   ctx.chat_template = chat_template;
   ctx.n_ctx = service ? service->n_ctx() : 0;
   ctx.defaults = defaults;
+  ctx.grammars = grammars.get();
   ctx.default_max_tokens = default_max_tokens;
   ctx.max_choices = n_slots;
   ctx.template_defaults = template_defaults;

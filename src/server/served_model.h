@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/grammar.h"
 #include "engine/pooling.h"
 #include "engine/sampler.h"
 #include "server/generation.h"
@@ -44,6 +45,8 @@ struct ServedModel {
   std::unique_ptr<GenerationService> service;
   int64_t created = 0;              // unix seconds when loading finished
   engine::SamplingParams defaults;  // for fields a request leaves out
+  // Structured output over this model's vocabulary; null: refused.
+  std::unique_ptr<engine::GrammarCompiler> grammars;
   int default_max_tokens = -1;
   int64_t max_tokenize = kDefaultMaxTokenize;  // --max-tokenize: /tokenize's and /detokenize's most tokens
   bool slots_endpoint = true;       // --no-slots: GET /slots answers 501

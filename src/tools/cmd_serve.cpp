@@ -253,6 +253,7 @@ std::unique_ptr<server::ServedModel> load_model(const ServeOptions& o,
   m->id = !m->aliases.empty() ? m->aliases.front()
                               : md.get_string("general.name").value_or(std::filesystem::path(o.model).filename());
   m->defaults = o.sampling;
+  m->grammars = std::make_unique<engine::GrammarCompiler>(m->tokenizer.vocab());
   m->default_max_tokens = o.n_predict;
   m->max_tokenize = o.max_tokenize;
   m->embeddings = o.embeddings;

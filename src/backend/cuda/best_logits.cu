@@ -34,6 +34,7 @@ __device__ __forceinline__ float key_logit(uint32_t key) {
 // BestLogit where this is the row's only chunk (`out`).
 template <bool kFromLogits>
 __global__ void __launch_bounds__(kThreads) best_chunk_kernel(const float* __restrict__ logits,
+                                                              const uint32_t* __restrict__ masks,
                                                               const uint32_t* __restrict__ in_keys,
                                                               const int32_t* __restrict__ in_ids, int64_t n, int k,
                                                               uint32_t* __restrict__ out_keys,
@@ -61,10 +62,18 @@ __global__ void __launch_bounds__(kThreads) best_chunk_kernel(const float* __res
   if constexpr (kFromLogits) {
     float v[kItems];
     LoadF(smem.load_f).Load(logits + row * n + begin, v, valid, -INFINITY);
+    // A thread's kItems (16) elements start at a multiple of 16: half a mask word.
+    static_assert(kItems == 16 && kBestChunk % 32 == 0, "a thread's elements lie in one mask word");
+    uint32_t allowed = 0xFFFFFFFFu;
+    if (masks != nullptr && threadIdx.x * kItems < valid) {
+      const int64_t words = (n + 31) / 32;
+      allowed = masks[row * words + (begin + threadIdx.x * kItems) / 32] >> ((threadIdx.x * kItems) % 32);
+    }
 #pragma unroll
     for (int i = 0; i < kItems; ++i) {
       const int e = threadIdx.x * kItems + i;
-      keys[i] = e < valid ? sort_key(v[i]) : kPadKey;
+      const float f = ((allowed >> i) & 1u) != 0 ? v[i] : -INFINITY;
+      keys[i] = e < valid ? sort_key(f) : kPadKey;
       ids[i] = static_cast<int32_t>(begin + e);
     }
   } else {
@@ -122,7 +131,7 @@ size_t best_logits_scratch_bytes(int64_t n_rows, int64_t n, int k) {
 namespace kernels {
 
 void launch_best_logits(const float* logits, int64_t n_rows, int64_t n, int k, void* scratch, BestLogit* out,
-                        cudaStream_t stream) {
+                        cudaStream_t stream, const uint32_t* masks) {
   const size_t half = best_logits_scratch_bytes(n_rows, n, k) / 2;
   auto* base = static_cast<uint8_t*>(scratch);
   const size_t n_pairs = half / (sizeof(uint32_t) + sizeof(int32_t));
@@ -131,13 +140,13 @@ void launch_best_logits(const float* logits, int64_t n_rows, int64_t n, int k, v
                      reinterpret_cast<int32_t*>(base + half + n_pairs * sizeof(uint32_t))};
   int64_t chunks = chunks_of(n);
   best_chunk_kernel<true><<<dim3(static_cast<unsigned>(chunks), static_cast<unsigned>(n_rows)), kThreads, 0, stream>>>(
-      logits, nullptr, nullptr, n, k, keys[0], ids[0], out);
+      logits, masks, nullptr, nullptr, n, k, keys[0], ids[0], out);
   CUDA_CHECK(cudaGetLastError());
   for (int in = 0; chunks > 1; in ^= 1) {
     const int64_t n_in = chunks * k;
     chunks = chunks_of(n_in);
     best_chunk_kernel<false><<<dim3(static_cast<unsigned>(chunks), static_cast<unsigned>(n_rows)), kThreads, 0, stream>>>(
-        nullptr, keys[in], ids[in], n_in, k, keys[in ^ 1], ids[in ^ 1], out);
+        nullptr, nullptr, keys[in], ids[in], n_in, k, keys[in ^ 1], ids[in ^ 1], out);
     CUDA_CHECK(cudaGetLastError());
   }
 }

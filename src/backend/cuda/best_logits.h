@@ -39,15 +39,18 @@ size_t best_logits_scratch_bytes(int64_t n_rows, int64_t n, int k);
 
 // out [n_rows, k] = the best k of each row of logits [n_rows, n] (device,
 // rows compact), in order. Fewer than k logits in a row (n < k) is an error.
+// With `masks` (device, [n_rows, (n + 31) / 32] words: structured output's
+// token masks), a logit whose bit (t % 32 of word t / 32) is clear counts
+// as -inf: what the selection of the masked row gives.
 // REQUIRES: 1 <= k <= kMaxBestK, k <= n, n < 2^31; scratch holds
 // best_logits_scratch_bytes(n_rows, n, k) bytes.
 void best_logits(const float* logits, int64_t n_rows, int64_t n, int k, void* scratch, BestLogit* out,
-                 cudaStream_t stream);
+                 cudaStream_t stream, const uint32_t* masks = nullptr);
 
 namespace kernels {
 // best_logits() after its checks (best_logits.cu; nvcc does not compile fmt).
 void launch_best_logits(const float* logits, int64_t n_rows, int64_t n, int k, void* scratch, BestLogit* out,
-                        cudaStream_t stream);
+                        cudaStream_t stream, const uint32_t* masks);
 }  // namespace kernels
 
 }  // namespace cohort::cuda

@@ -33,15 +33,48 @@ std::vector<float> make_rows(int64_t n_rows, int64_t n, bool coarse, uint32_t se
   return v;
 }
 
-void check(int64_t n_rows, int64_t n, int k, bool coarse, uint32_t seed) {
-  SCOPED_TRACE(::testing::Message() << n_rows << " rows of " << n << ", k = " << k << (coarse ? ", ties" : ""));
-  const std::vector<float> host = make_rows(n_rows, n, coarse, seed);
+// Token masks [n_rows, (n + 31) / 32] allowing each token with probability
+// `density`; row 0 allows only a handful (fewer than most k), and every
+// bit past n is set, which must not matter.
+std::vector<uint32_t> make_masks(int64_t n_rows, int64_t n, double density, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::bernoulli_distribution allowed(density);
+  const int64_t words = (n + 31) / 32;
+  std::vector<uint32_t> m(static_cast<size_t>(n_rows * words), 0xFFFFFFFFu);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    for (int64_t t = 0; t < n; ++t) {
+      const bool on = r == 0 ? t % (n / 5 + 1) == 3 : allowed(rng);
+      if (!on) m[static_cast<size_t>(r * words + t / 32)] &= ~(1u << (t % 32));
+    }
+  }
+  return m;
+}
+
+// With masks (density > 0): the host selects from each row with the
+// tokens its mask clears set to -inf.
+void check(int64_t n_rows, int64_t n, int k, bool coarse, uint32_t seed, double density = 0) {
+  SCOPED_TRACE(::testing::Message() << n_rows << " rows of " << n << ", k = " << k << (coarse ? ", ties" : "")
+                                    << ", mask density " << density);
+  std::vector<float> host = make_rows(n_rows, n, coarse, seed);
   DeviceBuffer<float> logits(host.size());
   logits.upload(host);
+  DeviceBuffer<uint32_t> masks;
+  if (density > 0) {
+    const std::vector<uint32_t> m = make_masks(n_rows, n, density, seed + 1000);
+    masks = DeviceBuffer<uint32_t>(m.size());
+    masks.upload(m);
+    const int64_t words = (n + 31) / 32;
+    for (int64_t r = 0; r < n_rows; ++r) {
+      for (int64_t t = 0; t < n; ++t) {
+        if (((m[static_cast<size_t>(r * words + t / 32)] >> (t % 32)) & 1u) == 0)
+          host[static_cast<size_t>(r * n + t)] = -std::numeric_limits<float>::infinity();
+      }
+    }
+  }
   DeviceBuffer<uint8_t> scratch(best_logits_scratch_bytes(n_rows, n, k));
   DeviceBuffer<BestLogit> out(static_cast<size_t>(n_rows * k));
   CUDA_CHECK(cudaMemset(out.data(), 0xFF, out.size() * sizeof(BestLogit)));
-  best_logits(logits.data(), n_rows, n, k, scratch.data(), out.data(), nullptr);
+  best_logits(logits.data(), n_rows, n, k, scratch.data(), out.data(), nullptr, masks.data());
   CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<BestLogit> got = out.download();
 
@@ -65,6 +98,18 @@ TEST(CudaBestLogits, MatchTheHostSelectionOfEveryRow) {
   for (int64_t n : {int64_t{128256}, int64_t{49152}, int64_t{4096}, int64_t{5000}, int64_t{300}}) {
     for (int k : {1, 2, 40, kMaxBestK}) {
       for (bool coarse : {false, true}) check(3, n, k, coarse, seed++);
+    }
+  }
+}
+
+// Structured output's masks: the selection of the masked rows, also where
+// fewer tokens are allowed than k (the rest come as -inf, by id).
+TEST(CudaBestLogits, MaskedRowsMatchTheHostSelectionOfTheMaskedRows) {
+  COHORT_REQUIRE_CUDA_DEVICE();
+  uint32_t seed = 100;
+  for (int64_t n : {int64_t{128256}, int64_t{49152}, int64_t{5000}, int64_t{300}}) {
+    for (int k : {1, 40, kMaxBestK}) {
+      for (double density : {0.5, 0.01}) check(4, n, k, true, seed++, density);
     }
   }
 }

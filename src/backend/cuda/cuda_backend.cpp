@@ -332,6 +332,7 @@ void CudaBackend::begin_step(const backend::StepInput& in) {
   for (const kv::BlockCopy& c : in.kv_copies) copy_kv_rows(c);  // eagerly, before a capture begins
   step_.upload(in, stream_);
   best_k_ = in.best_k;
+  masks_.upload(in.best_k > 0 ? in.token_masks : std::span<const uint32_t>(), stream_);
   graphs_.begin({in.n_tok, in.n_logits(), static_cast<int32_t>(step_.table_width())}, stream_);
 }
 
@@ -372,6 +373,10 @@ void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
   if (best_k > 0 && (best_k > backend::kMaxBestLogits || 2 * best_k > y.n_cols)) {
     fail("cuda: the best {} logits of rows of {} do not fit the output", best_k, y.n_cols);
   }
+  const auto mask_words = static_cast<size_t>(y.n_rows * ((y.n_cols + 31) / 32));
+  if (best_k > 0 && masks_.device() != nullptr && masks_.size() != mask_words) {
+    fail("cuda: {} token-mask words for {} rows of {} logits", masks_.size(), y.n_rows, y.n_cols);
+  }
   if (to_host && best_k == 0 && y.n_rows * y.n_cols * 4 >= chunked_logits_bytes()) {
     return matmul_to_host_in_chunks(w, x, y);
   }
@@ -391,7 +396,8 @@ void CudaBackend::matmul(ConstTensorView w, ConstTensorView x, TensorView y) {
   if (to_host) {
     graphs_.launch(stream_);  // the step's kernels, if it is graphed
     if (best_k > 0) {  // each row's pairs at its start (StepInput::best_k)
-      best_logits(logits_.data(), y.n_rows, y.n_cols, best_k, best_scratch_.data(), best_.data(), stream_);
+      best_logits(logits_.data(), y.n_rows, y.n_cols, best_k, best_scratch_.data(), best_.data(), stream_,
+                  masks_.device());
       const size_t width = static_cast<size_t>(best_k) * sizeof(BestLogit);
       CUDA_CHECK(cudaMemcpy2DAsync(y.data, y.row_bytes, best_.data(), width, width, static_cast<size_t>(y.n_rows),
                                    cudaMemcpyDeviceToHost, stream_));

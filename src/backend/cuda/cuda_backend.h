@@ -62,6 +62,7 @@
 #include "backend/cuda/matvec_parts.h"
 #include "backend/cuda/step_buffers.h"
 #include "backend/cuda/step_graphs.h"
+#include "backend/cuda/token_masks.h"
 
 namespace cohort::cuda {
 
@@ -198,6 +199,7 @@ class CudaBackend final : public backend::Backend {
   DeviceBuffer<float> logits_;          // [n_max_tok, max_out] before the copy to the host
   LogitsCopy logits_copy_;
   DeviceBuffer<uint8_t> best_scratch_;  // best_logits() rounds of n_max_tok rows
+  TokenMasks masks_;                    // the step's token masks (StepInput::token_masks)
   DeviceBuffer<BestLogit> best_;        // [n_max_tok, kMaxBestLogits] the pairs before the copy
   int32_t best_k_ = 0;                  // the step's StepInput::best_k
   DeviceBuffer<uint8_t> attention_ws_;  // split partials of attention_rows_ queries

@@ -1,0 +1,227 @@
+"""Structured output against `cohort serve`: under a JSON schema
+(json_schema, response_format json_schema or json_object) or a GBNF grammar,
+every answer, sampled at temperature 1 with several seeds, parses and
+validates (the `jsonschema` package judges schemas; Python's re and eval
+judge grammars), streamed and not, on /completion, /v1/completions and
+/v1/chat/completions; bad grammars and schemas are a 400 naming the
+problem."""
+import json
+import re
+
+import jsonschema
+import pytest
+import requests
+from openai import OpenAI
+
+TIMEOUT = (5, 300)
+SEEDS = [1, 2, 3]
+MAX_TOKENS = 160
+PROMPT = "Answer with JSON."
+MESSAGES = [{"role": "user", "content": PROMPT}]
+
+# Schemas of the shapes programs ask for; strings and numbers bounded so an
+# answer ends within MAX_TOKENS at temperature 1.
+NAME = {"type": "string", "maxLength": 10}
+SCHEMAS = {
+    "nested_object": {
+        "type": "object",
+        "properties": {
+            "name": NAME,
+            "age": {"type": "integer", "minimum": 0, "maximum": 120},
+            "address": {"type": "object",
+                        "properties": {"city": NAME, "zip": {"type": "string", "pattern": "^[0-9]{5}$"}},
+                        "required": ["city", "zip"]},
+        },
+        "required": ["name", "age", "address"],
+    },
+    "array_of_enums": {"type": "array", "items": {"enum": ["red", "green", "blue"]}, "minItems": 1,
+                       "maxItems": 4},
+    "optional_fields": {
+        "type": "object",
+        "properties": {"a": {"type": "boolean"}, "b": {"type": "integer", "minimum": -5, "maximum": 5},
+                       "c": {"type": "null"}, "d": NAME},
+        "required": ["a"],
+    },
+    "refs": {
+        "$defs": {"point": {"type": "object",
+                            "properties": {"x": {"type": "integer", "minimum": 0, "maximum": 9},
+                                           "y": {"type": "integer", "minimum": 0, "maximum": 9}},
+                            "required": ["x", "y"]}},
+        "type": "object",
+        "properties": {"from": {"$ref": "#/$defs/point"}, "to": {"$ref": "#/$defs/point"}},
+        "required": ["from", "to"],
+    },
+    "any_of_and_const": {
+        "type": "object",
+        "properties": {"kind": {"const": "circle"}, "size": {"enum": [1, 2, 3]},
+                       "label": {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 99}, NAME]}},
+        "required": ["kind", "size", "label"],
+    },
+    "array_of_objects": {
+        "type": "array",
+        "items": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9},
+                                                   "tag": {"enum": ["a", "b"]}},
+                  "required": ["n", "tag"]},
+        "minItems": 1, "maxItems": 3,
+    },
+    # llama.cpp's tuple form: items as an array is exactly those items
+    "tuple": {"type": "array", "items": [{"type": "integer", "minimum": 0, "maximum": 99}, {"enum": ["x", "y"]}]},
+    "formats": {
+        "type": "object",
+        "properties": {"id": {"type": "string", "format": "uuid"}, "day": {"type": "string", "format": "date"}},
+        "required": ["id", "day"],
+    },
+}
+
+ARITHMETIC = r'''
+root ::= term (("+" | "-") term){0,3}
+term ::= num (("*" | "/") num){0,2}
+num ::= [1-9] [0-9]{0,2} | "(" [1-9] [0-9]{0,1} ("+" | "-") [1-9] [0-9]{0,1} ")"
+'''
+IDENTIFIERS = r'''
+root ::= ident ("," " "? ident){0,4}
+ident ::= [a-zA-Z_] [a-zA-Z0-9_]{0,11}
+'''
+NUM = r"(?:[1-9][0-9]{0,2}|\([1-9][0-9]?[+-][1-9][0-9]?\))"
+TERM = NUM + r"(?:[*/]" + NUM + r"){0,2}"
+IDENT = r"[a-zA-Z_][a-zA-Z0-9_]{0,11}"
+GRAMMARS = {
+    "arithmetic": (ARITHMETIC, re.compile(TERM + r"(?:[+-]" + TERM + r"){0,3}")),
+    "identifiers": (IDENTIFIERS, re.compile(IDENT + r"(?:, ?" + IDENT + r"){0,4}")),
+    "repetition": ('root ::= "a"{5,5}', re.compile(r"aaaaa")),
+    # llama.cpp's optional whitespace: an empty alternative
+    "empty_alternative": ('root ::= "[" ws "1" ws "]"\nws ::= | " "', re.compile(r"\[ ?1 ?\]")),
+}
+
+
+@pytest.fixture(scope="module")
+def client(cohort_server):
+    return OpenAI(base_url=cohort_server + "/v1", api_key="unused", max_retries=0, timeout=300)
+
+
+def _sse_text(response):
+    """The text of a native /completion stream."""
+    text = ""
+    for line in response.iter_lines():
+        if line.startswith(b"data: "):
+            text += json.loads(line[6:]).get("content", "")
+    return text
+
+
+def generate(server, client, route, constraint, seed, stream):
+    """The generated text of one request under `constraint` (request fields)."""
+    sampling = {"temperature": 1.0, "seed": seed, "max_tokens": MAX_TOKENS}
+    if route == "native":
+        body = {"prompt": PROMPT, "n_predict": MAX_TOKENS, "temperature": 1.0, "seed": seed,
+                "stream": stream, **constraint}
+        r = requests.post(server + "/completion", json=body, timeout=TIMEOUT, stream=stream)
+        assert r.status_code == 200, r.text
+        if stream:
+            return _sse_text(r)
+        assert r.json()["stop_type"] == "eos", r.json()
+        return r.json()["content"]
+    if route == "completions":
+        if stream:
+            chunks = client.completions.create(model="any", prompt=PROMPT, stream=True, extra_body=constraint,
+                                               **sampling)
+            return "".join(c.choices[0].text for c in chunks if c.choices)
+        r = client.completions.create(model="any", prompt=PROMPT, extra_body=constraint, **sampling)
+        assert r.choices[0].finish_reason == "stop", r
+        return r.choices[0].text
+    if stream:
+        chunks = client.chat.completions.create(model="any", messages=MESSAGES, stream=True,
+                                                extra_body=constraint, **sampling)
+        return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    r = client.chat.completions.create(model="any", messages=MESSAGES, extra_body=constraint, **sampling)
+    assert r.choices[0].finish_reason == "stop", r
+    return r.choices[0].message.content
+
+
+# The ways a request gives a schema: llama-server's json_schema, OpenAI's
+# response_format json_schema, llama-server's response_format json_object with a schema.
+SCHEMA_FIELDS = {
+    "json_schema": lambda s: {"json_schema": s},
+    "response_format_json_schema": lambda s: {"response_format": {"type": "json_schema",
+                                                                  "json_schema": {"name": "answer", "schema": s}}},
+    "response_format_json_object": lambda s: {"response_format": {"type": "json_object", "schema": s}},
+}
+ROUTES = ["native", "completions", "chat"]
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+@pytest.mark.parametrize("route,field", [("native", "json_schema"), ("completions", "response_format_json_object"),
+                                         ("chat", "response_format_json_schema")])
+def test_answers_validate_against_the_schema(cohort_server, client, name, route, field):
+    schema = SCHEMAS[name]
+    for seed in SEEDS:
+        text = generate(cohort_server, client, route, SCHEMA_FIELDS[field](schema), seed, stream=False)
+        value = json.loads(text)
+        validator = jsonschema.Draft7Validator if name == "tuple" else jsonschema.Draft202012Validator
+        validator(schema, format_checker=jsonschema.FormatChecker()).validate(value)
+        if name == "tuple":  # as llama.cpp reads it (Draft 7 lets a tuple be shorter or longer)
+            assert len(value) == 2, text
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("name", ["nested_object", "refs"])
+def test_streamed_answers_validate_against_the_schema(cohort_server, client, route, name):
+    schema = SCHEMAS[name]
+    for seed in SEEDS[:2]:
+        text = generate(cohort_server, client, route, {"json_schema": schema}, seed, stream=True)
+        jsonschema.validate(json.loads(text), schema, format_checker=jsonschema.FormatChecker())
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_json_object_is_an_object(cohort_server, client, route):
+    for seed in SEEDS:
+        sampling_room = {"response_format": {"type": "json_object"}}
+        try:
+            text = generate(cohort_server, client, route, sampling_room, seed, stream=False)
+        except AssertionError:
+            continue  # a long value cut at max_tokens: not judged
+        assert isinstance(json.loads(text), dict), text
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("stream", [False, True])
+def test_answers_match_the_grammar(cohort_server, client, name, route, stream):
+    gbnf, pattern = GRAMMARS[name]
+    for seed in SEEDS:
+        text = generate(cohort_server, client, route, {"grammar": gbnf}, seed, stream)
+        assert pattern.fullmatch(text), f"{name}: {text!r}"
+        if name == "arithmetic":
+            eval(text, {"__builtins__": {}})  # parses as the arithmetic it is
+
+
+def _error(server, path, body):
+    r = requests.post(server + path, json=body, timeout=TIMEOUT)
+    assert r.status_code == 400, r.text
+    return r.json()["error"]
+
+
+BAD = [
+    ({"grammar": "root ::= item+"}, "grammar", "item"),
+    ({"grammar": 'root ::= "a'}, "grammar", "line 1"),
+    ({"grammar": 'start ::= "a"'}, "grammar", "root"),
+    ({"grammar": 5}, "grammar", "string"),
+    ({"json_schema": {"type": 123}}, "json_schema", "type"),
+    ({"json_schema": "object"}, "json_schema", "object"),
+    ({"json_schema": {"type": "object", "properties": {"a": {"$ref": "#/$defs/none"}}}}, "json_schema", "none"),
+    ({"response_format": {"type": "sound"}}, "response_format.type", "sound"),
+    ({"response_format": {"type": "json_object", "schema": 123}}, "response_format.schema", "object"),
+    ({"response_format": {"type": "json_schema"}}, "response_format.json_schema", "schema"),
+    ({"response_format": {"type": 7}}, "response_format.type", "string"),
+    ({"grammar": 'root ::= "a"', "json_schema": {}}, "json_schema", "grammar"),
+]
+
+
+@pytest.mark.parametrize("body,param,words", BAD)
+@pytest.mark.parametrize("path,base", [("/completion", {"prompt": "Hi"}),
+                                       ("/v1/completions", {"prompt": "Hi"}),
+                                       ("/v1/chat/completions", {"messages": MESSAGES})])
+def test_bad_grammars_and_schemas_are_400_naming_the_problem(cohort_server, path, base, body, param, words):
+    err = _error(cohort_server, path, {**base, "max_tokens": 4, **body})
+    assert err["param"] == param, err
+    assert words.lower() in err["message"].lower(), err
+    assert requests.get(cohort_server + "/health", timeout=TIMEOUT).status_code == 200
