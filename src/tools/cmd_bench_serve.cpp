@@ -16,6 +16,7 @@
 // the exit status is 1 only when every request failed.
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -54,6 +55,7 @@ struct BenchServeOptions {
   bool ignore_eos = true;
   double temperature = 0;             // < 0: the server's default
   double timeout_s = 600;             // longest silence while reading a response
+  std::string response_format;        // a JSON file: every request's response_format
   std::string label;
   std::string output = "md";
   std::string save_result;
@@ -101,6 +103,7 @@ Json config_json(const BenchServeOptions& o, const ServeTarget& t, const PromptM
             {"max_concurrency", o.max_concurrency},
             {"ignore_eos", o.ignore_eos},
             {"temperature", o.temperature >= 0 ? Json(o.temperature) : Json(nullptr)},
+            {"response_format", t.response_format},
             {"prompt_words_calibrated", maker.calibrated()},
             {"prompt_added_tokens", maker.n_added_tokens()},
             {"date", utc_now()}};
@@ -121,6 +124,43 @@ void check_options(const BenchServeOptions& o) {
   if (!(o.timeout_s > 0)) fail("--timeout must be > 0 seconds, got {}", o.timeout_s);
   if (o.endpoint.empty() || o.endpoint.front() != '/') fail("--endpoint must start with '/', got '{}'", o.endpoint);
   if (o.scenario.empty()) validate(o.random);
+}
+
+// A server's structured-output counters (cohort's /metrics: the host's
+// time computing grammar masks, and its steps' time), or null when it has
+// none; the difference of two readings is the run's.
+Json server_counters(const ServeTarget& t) {
+  const HttpResult r = http_fetch(t.url, "GET", "/metrics", "", t.http);
+  if (r.status != 200) return nullptr;
+  Json c = Json::object();
+  for (const char* name : {"step_seconds_total", "grammar_mask_seconds_total", "grammar_mask_steps_total"}) {
+    const std::string key = fmt::format("\ncohort:{} ", name);
+    const size_t at = r.body.find(key);
+    if (at == std::string::npos) return nullptr;
+    c[name] = std::strtod(r.body.c_str() + at + key.size(), nullptr);
+  }
+  return c;
+}
+
+Json counters_delta(const Json& before, const Json& after) {
+  if (before.is_null() || after.is_null()) return nullptr;
+  const double step = after["step_seconds_total"].get<double>() - before["step_seconds_total"].get<double>();
+  const double mask =
+      after["grammar_mask_seconds_total"].get<double>() - before["grammar_mask_seconds_total"].get<double>();
+  const double steps =
+      after["grammar_mask_steps_total"].get<double>() - before["grammar_mask_steps_total"].get<double>();
+  return {{"step_seconds", step},
+          {"grammar_mask_seconds", mask},
+          {"grammar_mask_steps", steps},
+          {"grammar_mask_share", step > 0 ? mask / step : 0.0}};
+}
+
+Json read_json_file(const std::string& path, const char* what) {
+  std::ifstream in(path);
+  if (!in) fail("cannot read {} file '{}'", what, path);
+  const Json j = Json::parse(in, nullptr, false);
+  if (!j.is_object()) fail("{} file '{}' does not hold a JSON object", what, path);
+  return j;
 }
 
 void report_failures(const std::vector<RequestTimeline>& timelines, const ServeStats& stats) {
@@ -149,6 +189,7 @@ void bench_serve(BenchServeOptions o) {
   target.endpoint = o.endpoint;
   target.ignore_eos = o.ignore_eos;
   target.temperature = o.temperature;
+  if (!o.response_format.empty()) target.response_format = read_json_file(o.response_format, "--response-format");
   target.http.read_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1e3));
   const std::string discovered = discover_model(target.url, target.http);  // also: is it up?
   target.model = o.model.empty() ? discovered : o.model;
@@ -166,9 +207,12 @@ void bench_serve(BenchServeOptions o) {
                                                  : std::filesystem::path(o.scenario).stem().string();
   fmt::print(stderr, "bench-serve: {} requests to {}{} (model '{}')\n", specs.size(), target.url.to_string(),
              target.endpoint, target.model);
+  const Json counters_before = server_counters(target);
   const std::vector<RequestTimeline> timelines = run_workload(target, specs, o.max_concurrency);
   const ServeStats stats = compute_stats(timelines);
-  const Json config = config_json(o, target, maker, specs.size());
+  const Json server = counters_delta(counters_before, server_counters(target));
+  Json config = config_json(o, target, maker, specs.size());
+  if (!server.is_null()) config["server"] = server;
   const Json result = report_json(label, config, stats, timelines);
   if (!o.save_result.empty()) {
     std::ofstream out(o.save_result);
@@ -215,6 +259,9 @@ void register_bench_serve(CLI::App& app) {
   cmd->add_option("--max-concurrency", o->max_concurrency, "most requests in flight at once (0: no limit)");
   cmd->add_flag("--ignore-eos,!--no-ignore-eos", o->ignore_eos, "generate exactly max_tokens (default: on)");
   cmd->add_option("--temperature", o->temperature, "temperature of every request (< 0: the server's default)");
+  cmd->add_option("--response-format", o->response_format,
+                  "JSON file: the response_format object every request carries (structured output)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--timeout", o->timeout_s, "seconds of silence after which a request fails");
   cmd->add_option("--label", o->label, "name of this run in the report (e.g. the server's policy)");
   cmd->add_option("-o,--output", o->output, "report format: md or json")->check(CLI::IsMember({"md", "json"}));

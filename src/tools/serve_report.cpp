@@ -90,6 +90,12 @@ std::string report_markdown(const std::string& label, const Json& config, const 
   out += latency_row("ITL", s.itl_ms);
   out += latency_row("E2E", s.e2e_ms);
   if (s.queue_ms) out += latency_row("queue (server)", *s.queue_ms);
+  if (config.contains("server") && config["server"].is_object()) {
+    const Json& v = config["server"];
+    out += fmt::format("\nserver steps {:.3f} s, of which grammar masks {:.3f} s ({:.2f}%) in {} steps\n",
+                       v.value("step_seconds", 0.0), v.value("grammar_mask_seconds", 0.0),
+                       100.0 * v.value("grammar_mask_share", 0.0), v.value("grammar_mask_steps", 0.0));
+  }
   return out;
 }
 

@@ -82,6 +82,7 @@ std::string request_body(const ServeTarget& target, const RequestSpec& spec) {
   }
   if (target.ignore_eos) j["ignore_eos"] = true;
   if (target.temperature >= 0) j["temperature"] = target.temperature;
+  if (!target.response_format.is_null()) j["response_format"] = target.response_format;
   return j.dump();
 }
 

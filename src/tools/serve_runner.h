@@ -26,6 +26,7 @@ struct ServeTarget {
   std::string model;                         // "model" of every request
   bool ignore_eos = true;                    // generate max_tokens exactly
   double temperature = 0;                    // < 0: leave to the server
+  nlohmann::json response_format;            // structured output of every request; null: none
   HttpRequestOptions http;
 };
 

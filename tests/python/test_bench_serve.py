@@ -99,6 +99,36 @@ def test_scenario_is_sent_at_its_times_and_reported_in_markdown(cohort_bin, serv
     assert [first["completion_tokens"], second["completion_tokens"]] == [4, 3]
 
 
+def test_response_format_is_sent_and_the_masks_share_is_reported(cohort_bin, server, tmp_path):
+    """--response-format puts the object into every request: the server
+    computes grammar masks for it (its /metrics, which the report carries
+    as config.server), and none without it."""
+    url, port = server
+    form = {"type": "json_schema", "json_schema": {"name": "t", "schema": {
+        "type": "object", "properties": {"items": {"type": "array", "minItems": 40,
+                                                   "items": {"type": "integer", "minimum": 0, "maximum": 9}}},
+        "required": ["items"]}}}
+    path = tmp_path / "form.json"
+    path.write_text(json.dumps(form))
+    common = ["--num-prompts", 3, "--random-input-len", 16, "--random-output-len", 12, "--request-rate", "inf",
+              "--no-ignore-eos", "--temperature", 1, "-o", "json"]
+    plain = json.loads(bench(cohort_bin, port, *common).stdout)
+    assert plain["config"]["server"]["grammar_mask_steps"] == 0
+    assert plain["config"]["server"]["step_seconds"] > 0
+    before = metrics(url)
+    res = bench(cohort_bin, port, *common, "--response-format", path)
+    report = json.loads(res.stdout)
+    assert report["config"]["response_format"] == form
+    assert report["summary"]["completed"] == 3
+    # the schema's answer is longer than 12 tokens: every request runs to its limit
+    assert all(r["completion_tokens"] == 12 for r in report["requests"])
+    server = report["config"]["server"]
+    assert server["grammar_mask_steps"] >= 12
+    assert 0 < server["grammar_mask_seconds"] < server["step_seconds"]
+    assert server["grammar_mask_share"] == pytest.approx(server["grammar_mask_seconds"] / server["step_seconds"])
+    assert metrics(url)["grammar_mask_steps_total"] - before["grammar_mask_steps_total"] == server["grammar_mask_steps"]
+
+
 @pytest.mark.parametrize("args, message", [
     (["--arrival", "gamma"], "--arrival"),
     (["--request-rate", "fast"], "--request-rate"),
