@@ -10,8 +10,8 @@
 #include <xgrammar/xgrammar.h>
 
 #include "common/error.h"
+#include "engine/gbnf_dialect.h"
 #include "engine/grammar_internal.h"
-#include "engine/gbnf_empty_alternatives.h"
 #include "tokenizer/detokenizer.h"
 
 namespace cohort::engine {
@@ -100,9 +100,10 @@ std::shared_ptr<const Grammar> GrammarCompiler::gbnf(std::string_view text) cons
     return compile(engine_->mutex, "grammar", "grammar: " + source,
                    [&] { return compiler.CompileGrammar(source, "root"); });
   } catch (const Error& first) {
-    // llama.cpp reads an empty alternative as the empty string; the engine
-    // wants it written. Retry so, reporting the first error if that fails too.
-    const std::string rewritten = write_empty_alternatives(source);
+    // llama.cpp's GBNF where the engine's dialect differs (an empty
+    // alternative, `.`): retry in the engine's, reporting the first error
+    // (its lines and columns are the client's) if that fails too.
+    const std::string rewritten = rewrite_llama_gbnf(source);
     if (rewritten == source) throw;
     try {
       return compile(engine_->mutex, "grammar", "grammar: " + source,

@@ -59,8 +59,9 @@ class GrammarCompiler {
   // Each throws cohort::Error with the engine's message (naming the line and
   // column of a GBNF, the schema keyword at fault) when the input is not a
   // valid grammar or schema.
-  // GBNF with root rule `root`; an empty alternative (`ws ::= | " "`, which
-  // llama.cpp accepts) is read as the empty string.
+  // GBNF with root rule `root`, read as llama.cpp reads it: an empty
+  // alternative (`ws ::= | " "`) is the empty string, `.` any one character
+  // (engine/gbnf_dialect.h).
   std::shared_ptr<const Grammar> gbnf(std::string_view text) const;
   // A JSON schema (its JSON text): output on one line in one fixed layout
   // (", " and ": " separators, no other whitespace between tokens), so that

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "server/schema_normalization.h"
 
 namespace cohort::server {
 namespace {
@@ -17,39 +18,16 @@ struct Constraint {
   std::string field;  // the field it came from, for errors
 };
 
-// Keywords whose values are data, not schemas.
-bool holds_data(const std::string& key) {
-  return key == "enum" || key == "const" || key == "default" || key == "examples";
-}
-
-// `items` as an array (draft 4 to 2019-09 tuples), which llama.cpp's
-// converter reads as exactly those items, in the 2020-12 form the grammar
-// engine reads: prefixItems, no further items, and all of them required.
-void rewrite_tuples(Json& schema) {
-  if (schema.is_array()) {
-    for (Json& v : schema) rewrite_tuples(v);
-    return;
-  }
-  if (!schema.is_object()) return;
-  for (auto& [key, value] : schema.items()) {
-    if (!holds_data(key)) rewrite_tuples(value);
-  }
-  const auto items = schema.find("items");
-  if (items == schema.end() || !items->is_array() || schema.contains("prefixItems")) return;
-  Json tuple = std::move(*items);  // before inserting keys, which moves the others
-  schema["items"] = false;
-  if (!schema.contains("minItems")) schema["minItems"] = tuple.size();
-  schema["prefixItems"] = std::move(tuple);
-}
-
 // A JSON schema: an object (a boolean schema constrains nothing useful).
 Constraint schema_of(const Json& schema, const std::string& field) {
   if (!schema.is_object()) {
     reject_field(field, fmt::format("must be a JSON schema (an object), got {}", json_type_name(schema)));
   }
-  Json normalized = schema;
-  rewrite_tuples(normalized);
-  return {Constraint::Kind::schema, normalized.dump(), field};
+  try {
+    return {Constraint::Kind::schema, normalize_schema(schema).dump(), field};
+  } catch (const Error& e) {
+    reject_field(field, e.what());
+  }
 }
 
 std::optional<Constraint> read_response_format(const Json& body) {

@@ -6,10 +6,12 @@
 //                    json_object is any JSON object, or the schema
 //                    in its "schema" (llama-server's form); json_schema is
 //                    the schema in json_schema.schema.
-// At most one of them may constrain a request. A malformed field, an
-// unknown response_format type or a grammar or schema the engine refuses
-// is a RequestError 400 naming the field and, in the engine's words, what
-// is wrong with it.
+// At most one of them may constrain a request. A schema is normalized
+// first (server/schema_normalization.h). A malformed field, an unknown
+// response_format type, a schema keyword the engine would ignore (named,
+// with its JSON pointer) or a grammar or schema the engine refuses is a
+// RequestError 400 naming the field and, in the engine's words, what is
+// wrong with it.
 //
 // Thread safety: pure (the compiler is thread-safe).
 #pragma once

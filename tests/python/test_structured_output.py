@@ -5,6 +5,7 @@ validates (the `jsonschema` package judges schemas; Python's re and eval
 judge grammars), streamed and not, on /completion, /v1/completions and
 /v1/chat/completions; bad grammars and schemas are a 400 naming the
 problem."""
+import datetime
 import json
 import re
 
@@ -68,8 +69,10 @@ SCHEMAS = {
     "tuple": {"type": "array", "items": [{"type": "integer", "minimum": 0, "maximum": 99}, {"enum": ["x", "y"]}]},
     "formats": {
         "type": "object",
-        "properties": {"id": {"type": "string", "format": "uuid"}, "day": {"type": "string", "format": "date"}},
-        "required": ["id", "day"],
+        "properties": {"id": {"type": "string", "format": "uuid"}, "day": {"type": "string", "format": "date"},
+                       "at": {"type": "string", "format": "time"},
+                       "when": {"type": ["string", "null"], "format": "date-time"}},
+        "required": ["id", "day", "at", "when"],
     },
 }
 
@@ -157,7 +160,8 @@ def test_answers_validate_against_the_schema(cohort_server, client, name, route,
         text = generate(cohort_server, client, route, SCHEMA_FIELDS[field](schema), seed, stream=False)
         value = json.loads(text)
         validator = jsonschema.Draft7Validator if name == "tuple" else jsonschema.Draft202012Validator
-        validator(schema, format_checker=jsonschema.FormatChecker()).validate(value)
+        # the draft's own formats: FormatChecker() reads "time" as draft 3 did (no offset)
+        validator(schema, format_checker=validator.FORMAT_CHECKER).validate(value)
         if name == "tuple":  # as llama.cpp reads it (Draft 7 lets a tuple be shorter or longer)
             assert len(value) == 2, text
 
@@ -225,3 +229,120 @@ def test_bad_grammars_and_schemas_are_400_naming_the_problem(cohort_server, path
     assert err["param"] == param, err
     assert words.lower() in err["message"].lower(), err
     assert requests.get(cohort_server + "/health", timeout=TIMEOUT).status_code == 200
+
+
+# Keywords the grammar engine would read past: a 400 naming the keyword and
+# where it is (a JSON pointer into the schema), never an answer held to less
+# than the schema.
+UNENFORCEABLE = [
+    ({"type": "object", "properties": {"a": {"allOf": [{"type": "integer"}, {"minimum": 1}]}}},
+     "'allOf' of 2 schemas at /properties/a/allOf"),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "allOf": [{"required": ["a"]}]},
+     "'allOf' beside 'type' at /allOf"),
+    ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "'uniqueItems' at /uniqueItems"),
+    ({"type": "array", "contains": {"const": 1}}, "'contains' at /contains"),
+    ({"$defs": {"n": {"not": {"type": "null"}}}, "$ref": "#/$defs/n"}, "'not' at /$defs/n/not"),
+    ({"type": "object", "if": {"required": ["a"]}, "then": {"required": ["b"]}}, "'if' at /if"),
+    ({"type": "object", "else": {"required": ["b"]}}, "'else' at /else"),
+    ({"type": "array", "items": [{"type": "object", "dependentRequired": {"a": ["b"]}}]},
+     "'dependentRequired' at /items/0/dependentRequired"),
+    ({"type": "object", "properties": {"a/b~": {"type": "object", "dependentSchemas": {"x": {}}}}},
+     "'dependentSchemas' at /properties/a~1b~0/dependentSchemas"),
+    ({"type": "object", "dependencies": {"a": ["b"]}}, "'dependencies' at /dependencies"),
+]
+
+
+@pytest.mark.parametrize("schema,words", UNENFORCEABLE)
+@pytest.mark.parametrize("path,base,field", [
+    ("/completion", {"prompt": "Hi"}, "json_schema"),
+    ("/v1/chat/completions", {"messages": MESSAGES}, "response_format_json_schema"),
+])
+def test_schema_keywords_the_engine_ignores_are_400_naming_them(cohort_server, path, base, field, schema, words):
+    err = _error(cohort_server, path, {**base, "max_tokens": 4, **SCHEMA_FIELDS[field](schema)})
+    assert err["param"] == {"json_schema": "json_schema",
+                            "response_format_json_schema": "response_format.json_schema.schema"}[field], err
+    assert words in err["message"], err
+
+
+# Enforced, so not refused: a one-schema allOf (how pydantic writes a $ref
+# with a description), uniqueItems false, and those keywords' names as
+# property names and inside data (const, enum, default, examples).
+ENFORCEABLE = {
+    "one_schema_all_of": {
+        "$defs": {"Color": {"enum": ["red", "green"], "title": "Color", "type": "string"}},
+        "type": "object",
+        "properties": {"c": {"allOf": [{"$ref": "#/$defs/Color"}], "description": "a colour", "default": "red"}},
+        "required": ["c"],
+    },
+    "keyword_names_as_names_and_data": {
+        "type": "object",
+        "properties": {"not": {"const": {"allOf": [1, 2]}},
+                       "if": {"enum": ["then", {"uniqueItems": True}]},
+                       "contains": {"type": "array", "items": {"type": "boolean"}, "maxItems": 2,
+                                    "uniqueItems": False, "default": [{"not": 1}], "examples": [{"if": {}}]}},
+        "required": ["not", "if", "contains"],
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENFORCEABLE))
+def test_schemas_the_engine_enforces_are_not_refused(cohort_server, client, name):
+    schema = ENFORCEABLE[name]
+    for seed in SEEDS[:2]:
+        text = generate(cohort_server, client, "native", {"json_schema": schema}, seed, stream=False)
+        jsonschema.Draft202012Validator(schema).validate(json.loads(text))
+
+
+# RFC 3339 as the server holds `format` to it: a day its month has, no leap
+# second, at most 3 digits of a second, an offset Z or +hh:mm.
+_TIME = re.compile(r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,3})?"
+                   r"(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])")
+
+
+def _is_date(text):
+    try:
+        return re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text) is not None and bool(datetime.date.fromisoformat(text))
+    except ValueError:
+        return False
+
+
+def _in_format(fmt, text):
+    if fmt == "date":
+        return _is_date(text)
+    if fmt == "time":
+        return _TIME.fullmatch(text) is not None
+    day, _, time = text.partition("T")
+    return _is_date(day) and _TIME.fullmatch(time) is not None
+
+
+# Prompts that lead the model, greedy, to copy a value the format forbids (the
+# grammar engine's own formats let each of these through): the format, not
+# the prompt, must hold, and the answer must end.
+DATE_TIME_PROMPTS = [
+    ("date", "The date is 2023-02-31."),
+    ("date", "The date is 2023-02-29."),  # not a leap year
+    ("time", "The time is 12:30:60Z."),  # a leap second where UTC is not 23:59
+    ("time", "The time is 12:30:59.123456789Z."),
+    ("date-time", "It is 2023-02-30T12:30:60.123456Z."),
+]
+
+
+@pytest.mark.parametrize("route", ["native", "chat"])
+@pytest.mark.parametrize("fmt,hint", DATE_TIME_PROMPTS)
+def test_dates_and_times_hold_their_format_against_the_prompt(cohort_server, client, route, fmt, hint):
+    schema = {"type": "object", "properties": {"v": {"type": "string", "format": fmt}}, "required": ["v"]}
+    prompt = f"{PROMPT} {hint}"
+    if route == "native":
+        r = requests.post(cohort_server + "/completion", timeout=TIMEOUT, json={
+            "prompt": prompt, "n_predict": MAX_TOKENS, "temperature": 0, "json_schema": schema})
+        assert r.status_code == 200 and r.json()["stop_type"] == "eos", r.text
+        text = r.json()["content"]
+    else:
+        r = client.chat.completions.create(model="any", messages=[{"role": "user", "content": prompt}],
+                                           temperature=0, max_tokens=MAX_TOKENS, extra_body={"json_schema": schema})
+        assert r.choices[0].finish_reason == "stop", r
+        text = r.choices[0].message.content
+    value = json.loads(text)
+    assert _in_format(fmt, value["v"]), text
+    validator = jsonschema.Draft202012Validator
+    validator(schema, format_checker=validator.FORMAT_CHECKER).validate(value)

@@ -1,7 +1,10 @@
-#include "engine/gbnf_empty_alternatives.h"
+#include "engine/gbnf_dialect.h"
 
 namespace cohort::engine {
 namespace {
+
+// Every code point: llama.cpp's `.` (its grammar parser's "any character").
+constexpr std::string_view kAnyCodePoint = R"([\u0000-\U0010FFFF])";
 
 // The position after blanks, newlines and # comments from `i`.
 size_t skip_space(std::string_view s, size_t i) {
@@ -28,12 +31,17 @@ size_t skip_quoted(std::string_view s, size_t i, char close) {
 
 }  // namespace
 
-std::string write_empty_alternatives(std::string_view gbnf) {
+std::string rewrite_llama_gbnf(std::string_view gbnf) {
   std::string out;
   out.reserve(gbnf.size() + 16);
   size_t i = 0;
   while (i < gbnf.size()) {
     const char c = gbnf[i];
+    if (c == '.') {  // outside strings, classes and comments: no rule name holds one
+      out.append(kAnyCodePoint);
+      ++i;
+      continue;
+    }
     size_t next = i + 1;
     if (c == '"') {
       next = skip_quoted(gbnf, i, '"');

@@ -1,0 +1,40 @@
+// A request's JSON schema rewritten into what the grammar engine (xgrammar,
+// engine::GrammarCompiler::json_schema) reads as the schema means it, or
+// refused where the engine would not hold answers to it:
+//   - tuples: `items` as an array (draft 4 to 2019-09), which llama.cpp's
+//     converter reads as exactly those items, in 2020-12's form:
+//     prefixItems, no further items, and all of them required;
+//   - dates and times: `format` date, time or date-time (RFC 3339) where no
+//     `pattern` is given becomes a pattern, since the engine's own formats
+//     allow days a month does not have (2023-02-31), a leap second at any
+//     minute and endless digits after the seconds' point (an answer runs to
+//     max_tokens);
+//   - keywords the engine parses past without enforcing them are refused:
+//     allOf of more than one schema (one, as pydantic writes a $ref with a
+//     description, it reads; not beside other constraints), not,
+//     if/then/else, contains, uniqueItems, dependentRequired,
+//     dependentSchemas and draft 7's dependencies.
+// Only subschemas are looked at (values of properties, items, allOf, $defs,
+// ...), never data (enum, const, default, examples) nor property names.
+//
+// Thread safety: pure.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "server/request_fields.h"
+
+namespace cohort::server {
+
+// `schema` rewritten as above. Throws cohort::Error naming the keyword the
+// engine would ignore and where it is, as a JSON pointer (RFC 6901) into
+// `schema`: "uses 'allOf' of 2 schemas at /properties/a/allOf, ...".
+Json normalize_schema(const Json& schema);
+
+// The pattern a string of `format` "date", "time" or "date-time" gets; none
+// for another format.
+std::optional<std::string> rfc3339_pattern(std::string_view format);
+
+}  // namespace cohort::server
