@@ -265,7 +265,11 @@ bool takes_whole(GrammarCompiler& compiler, const tokenizer::Tokenizer& tok, con
   GrammarMatcher m(compiler.json_schema(schema));
   for (const char c : text) {
     const auto ids = tok.encode(std::string(1, c), false, false);
-    if (ids.size() != 1 || !m.accept(ids[0])) return false;
+    if (ids.size() != 1) {
+      ADD_FAILURE() << "no one token for character " << static_cast<int>(static_cast<unsigned char>(c));
+      return false;
+    }
+    if (!m.accept(ids[0])) return false;
   }
   return m.completed();
 }
@@ -291,6 +295,20 @@ TEST_F(ModelGrammar, DateAndTimePatternsHoldInTheEngine) {
   EXPECT_FALSE(takes_whole(*compiler_, *tok_, time, "\"13:31:027-13:31\""));
   EXPECT_TRUE(takes_whole(*compiler_, *tok_, date, "\"2024-02-29\""));
   EXPECT_FALSE(takes_whole(*compiler_, *tok_, date, "\"2023-02-29\""));
+}
+
+// A string of bounded length (as the server writes it) takes at most that
+// many characters and never a raw control character, which JSON forbids.
+TEST_F(ModelGrammar, BoundedStringsTakeNoControlCharacter) {
+  const std::string schema =
+      server::normalize_schema(nlohmann::json::parse(R"({"type": "string", "minLength": 2, "maxLength": 4})")).dump();
+  EXPECT_TRUE(takes_whole(*compiler_, *tok_, schema, "\"abcd\""));
+  EXPECT_TRUE(takes_whole(*compiler_, *tok_, schema, "\"ab\""));
+  EXPECT_FALSE(takes_whole(*compiler_, *tok_, schema, "\"abcde\""));
+  EXPECT_FALSE(takes_whole(*compiler_, *tok_, schema, "\"a\""));
+  for (const char* bad : {"\"ab\x01\"", "\"ab\x1b\"", "\"ab\x08" "c\"", "\"a\tb\""}) {
+    EXPECT_FALSE(takes_whole(*compiler_, *tok_, schema, bad)) << nlohmann::json(bad).dump();
+  }
 }
 
 TEST_F(ModelGrammar, AnyJsonIsAnObject) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -141,6 +142,32 @@ void rewrite_date_format(Json& schema) {
   schema["pattern"] = std::move(*pattern);
 }
 
+// A string with minLength or maxLength and neither pattern nor format as
+// a pattern of that many characters that need no escape: xgrammar 0.2.9
+// writes such a string as characters other than quote, backslash, CR and
+// LF, so the other control characters (U+0000 to U+001F) came out raw,
+// which is not JSON. Escapes stay out, as they were.
+constexpr uint64_t kMaxPatternLength = 1024;
+
+void rewrite_bounded_string(Json& schema) {
+  const auto type = schema.find("type");
+  if (type == schema.end() || *type != "string" || schema.contains("pattern") || schema.contains("format")) return;
+  const auto min = schema.find("minLength");
+  const auto max = schema.find("maxLength");
+  const bool has_min = min != schema.end() && min->is_number_unsigned();
+  const bool has_max = max != schema.end() && max->is_number_unsigned();
+  if (!has_min && !has_max) return;
+  const uint64_t lo = has_min ? min->get<uint64_t>() : 0;
+  const std::string hi = has_max ? std::to_string(max->get<uint64_t>()) : "";
+  // Left to the engine: an impossible pair (it names the error), and counts
+  // too large to write out as states of a pattern.
+  if ((has_max && (max->get<uint64_t>() < lo || max->get<uint64_t>() > kMaxPatternLength)) || lo > kMaxPatternLength)
+    return;
+  schema["pattern"] = fmt::format(R"(^[^"\\\x00-\x1f]{{{},{}}}$)", lo, hi);
+  schema.erase("minLength");
+  schema.erase("maxLength");
+}
+
 }  // namespace
 
 Json normalize_schema(const Json& schema) {
@@ -149,6 +176,7 @@ Json normalize_schema(const Json& schema) {
     check_enforceable(s, pointer);
     rewrite_tuple(s);
     rewrite_date_format(s);
+    rewrite_bounded_string(s);
   });
   return out;
 }

@@ -9,6 +9,9 @@
 //     allow days a month does not have (2023-02-31), a leap second at any
 //     minute and endless digits after the seconds' point (an answer runs to
 //     max_tokens);
+//   - strings of minLength/maxLength (up to 1024) without a pattern or
+//     format become a pattern of that many characters that need no escape
+//     (the engine's own form let raw control characters through);
 //   - keywords the engine parses past without enforcing them are refused:
 //     allOf of more than one schema (one, as pydantic writes a $ref with a
 //     description, it reads; not beside other constraints), not,
