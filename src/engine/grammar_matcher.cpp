@@ -23,6 +23,11 @@ GrammarMatcher& GrammarMatcher::operator=(GrammarMatcher&&) noexcept = default;
 
 void GrammarMatcher::fill_mask() {
   if (mask_fresh_) return;
+  if (terminated()) {  // nothing may follow (and the engine refuses to be asked)
+    std::fill(mask_.begin(), mask_.end(), 0);
+    mask_fresh_ = true;
+    return;
+  }
   int64_t shape[1] = {static_cast<int64_t>(mask_.size())};
   DLTensor t{mask_.data(), DLDevice{kDLCPU, 0}, 1, xgrammar::GetBitmaskDLType(), shape, nullptr, 0};
   state_->matcher.FillNextTokenBitmask(&t);

@@ -99,6 +99,11 @@ TEST_F(ModelGrammar, EndOfGenerationOnlyWhereTheGrammarIsComplete) {
   EXPECT_GT(n_allowed, 0);
   ASSERT_TRUE(m.accept(tok_->eos()));
   EXPECT_TRUE(m.terminated());
+  // Ended: nothing is allowed, and asking is no error.
+  std::vector<uint32_t> words(static_cast<size_t>((tok_->n_vocab() + 31) / 32), 0xFFFFFFFFu);
+  m.write_mask(words);
+  for (uint32_t w : words) ASSERT_EQ(w, 0u);
+  EXPECT_FALSE(m.allows(tok_->eos()));
 }
 
 TEST_F(ModelGrammar, RejectsATokenTheGrammarDoesNotAllowAndKeepsItsState) {

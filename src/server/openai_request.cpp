@@ -186,8 +186,11 @@ ParsedRequest read_common(const Json& body, const PromptContext& ctx, Endpoint e
   g.cache_prompt = read_bool(body, "cache_prompt").value_or(true);
   g.ignore_eos = read_bool(body, "ignore_eos").value_or(false);
   g.return_progress = p.response.stream && read_bool(body, "return_progress").value_or(false);
-  if (g.ignore_eos) add_eog_bans(*ctx.tokenizer, g.sampling.logit_bias);
   g.sampling.grammar = read_structured_output(body, ctx.grammars);
+  // Under a grammar the end of generation comes exactly where the grammar
+  // is complete (it allows nothing else there): ignore_eos does not apply.
+  if (g.sampling.grammar) g.ignore_eos = false;
+  if (g.ignore_eos) add_eog_bans(*ctx.tokenizer, g.sampling.logit_bias);
   return p;
 }
 

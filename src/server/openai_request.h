@@ -12,7 +12,8 @@
 //   top_logprobs 0..20), stream, stream_options.include_usage, n (choices:
 //   1 up to the server's slots, as llama-server; /completion: 1),
 //   cache_prompt, return_progress (streams only), ignore_eos (as llama-server: a -inf logit_bias on every
-//   end-of-generation token), chat_template_kwargs (chat), model and user
+//   end-of-generation token; not under a grammar, which ends the answer
+//   where it is complete), chat_template_kwargs (chat), model and user
 //   (accepted, not used), grammar / json_schema / response_format
 //   (structured output: see structured_output.h). Other fields are ignored; a known field with the
 //   wrong type or out of range is a 400 naming it (see request_fields.h).

@@ -346,3 +346,19 @@ def test_dates_and_times_hold_their_format_against_the_prompt(cohort_server, cli
     assert _in_format(fmt, value["v"]), text
     validator = jsonschema.Draft202012Validator
     validator(schema, format_checker=validator.FORMAT_CHECKER).validate(value)
+
+
+@pytest.mark.parametrize("path,base", [("/completion", {"prompt": "Say yes"}),
+                                       ("/v1/completions", {"prompt": "Say yes"})])
+def test_ignore_eos_under_a_grammar_ends_where_the_grammar_is_complete(cohort_server, path, base):
+    """ignore_eos bans end-of-generation tokens, but a complete grammar
+    allows nothing else: the answer ends there, as a stop."""
+    body = {**base, "grammar": 'root ::= "yes"', "ignore_eos": True, "max_tokens": 20, "n_predict": 20,
+            "temperature": 0}
+    r = requests.post(cohort_server + path, json=body, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    j = r.json()
+    if path == "/completion":
+        assert j["content"] == "yes" and j["stop_type"] == "eos", j
+    else:
+        assert j["choices"][0]["text"] == "yes" and j["choices"][0]["finish_reason"] == "stop", j
