@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <string_view>
 #include <type_traits>
 #include <thread>
 
 #include "common/error.h"
+#include "engine/grammar_matcher.h"
 
 namespace cohort::engine {
 
@@ -76,18 +76,6 @@ int rank_threads(int n_threads, int n_ranks, int rank) {
   if (n_ranks == 1) return n_threads;
   const int total = n_threads > 0 ? n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, total / n_ranks + (rank < total % n_ranks ? 1 : 0));
-}
-
-// The logits of row that `words` (Batch::token_masks) rules out, to -inf.
-void mask_row(std::span<float> row, std::span<const uint32_t> words) {
-  for (size_t w = 0; w < words.size(); ++w) {
-    const uint32_t word = words[w];
-    if (word == 0xFFFFFFFFu) continue;
-    const size_t end = std::min(row.size(), (w + 1) * 32);
-    for (size_t i = w * 32; i < end; ++i) {
-      if (((word >> (i % 32)) & 1u) == 0) row[i] = -std::numeric_limits<float>::infinity();
-    }
-  }
 }
 
 }  // namespace
@@ -259,7 +247,7 @@ void Decoder::collect_best(std::span<float> logits, const Batch& batch, int whic
       std::memcpy(static_cast<void*>(dst), row.data(), static_cast<size_t>(k) * sizeof(TokenLogit));
     } else {
       if (!batch.token_masks.empty()) {
-        mask_row(row, std::span(batch.token_masks).subspan(static_cast<size_t>(r) * words, words));
+        mask_logits(row, std::span(batch.token_masks).subspan(static_cast<size_t>(r) * words, words));
       }
       select_top_k(select_, row, k, {}, no_skip_);
       std::copy_n(select_.data.begin(), k, dst);

@@ -41,19 +41,24 @@ bool GrammarMatcher::allows(int32_t token) {
   return ((word >> (static_cast<uint32_t>(token) % 32)) & 1u) != 0;
 }
 
-void GrammarMatcher::apply(std::span<float> logits) {
-  fill_mask();
+void mask_logits(std::span<float> logits, std::span<const uint32_t> words) {
   constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
-  const size_t n_grammar = static_cast<size_t>(grammar_->n_vocab());
-  for (size_t w = 0; w < mask_.size(); ++w) {
-    const auto word = static_cast<uint32_t>(mask_[w]);
+  for (size_t w = 0; w < words.size(); ++w) {
+    const uint32_t word = words[w];
     if (word == 0xFFFFFFFFu) continue;  // most words of a permissive state
-    const size_t end = std::min({logits.size(), n_grammar, (w + 1) * 32});
+    const size_t end = std::min(logits.size(), (w + 1) * 32);
     for (size_t i = w * 32; i < end; ++i) {
       if (((word >> (i % 32)) & 1u) == 0) logits[i] = kMinusInf;
     }
   }
-  for (size_t i = n_grammar; i < logits.size(); ++i) logits[i] = kMinusInf;
+}
+
+void GrammarMatcher::apply(std::span<float> logits) {
+  fill_mask();
+  const size_t n_grammar = std::min(logits.size(), static_cast<size_t>(grammar_->n_vocab()));
+  // xgrammar's words are int32; the same bits read unsigned.
+  mask_logits(logits.first(n_grammar), {reinterpret_cast<const uint32_t*>(mask_.data()), mask_.size()});
+  for (size_t i = n_grammar; i < logits.size(); ++i) logits[i] = -std::numeric_limits<float>::infinity();
 }
 
 void GrammarMatcher::write_mask(std::span<uint32_t> words) {

@@ -16,6 +16,10 @@
 
 namespace cohort::engine {
 
+// Sets to -inf the logits whose bit in `words` (bit t % 32 of word t / 32)
+// is clear; logits past 32 * words.size() are left as they are.
+void mask_logits(std::span<float> logits, std::span<const uint32_t> words);
+
 class GrammarMatcher {
  public:
   explicit GrammarMatcher(std::shared_ptr<const Grammar> grammar);
