@@ -11,6 +11,7 @@ void register_info(CLI::App& app);
 void register_chat_template(CLI::App& app);
 void register_mkmodel(CLI::App& app);
 void register_tokenize(CLI::App& app);
+void register_grammar_check(CLI::App& app);
 void register_detokenize(CLI::App& app);
 void register_logits(CLI::App& app);
 void register_bench(CLI::App& app);

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   cohort::tools::register_mkmodel(app);
   cohort::tools::register_tokenize(app);
   cohort::tools::register_detokenize(app);
+  cohort::tools::register_grammar_check(app);
   cohort::tools::register_logits(app);
   cohort::tools::register_bench(app);
   cohort::tools::register_run(app);

@@ -8,6 +8,7 @@ problem."""
 import datetime
 import json
 import re
+import subprocess
 
 import jsonschema
 import pytest
@@ -362,3 +363,32 @@ def test_ignore_eos_under_a_grammar_ends_where_the_grammar_is_complete(cohort_se
         assert j["content"] == "yes" and j["stop_type"] == "eos", j
     else:
         assert j["choices"][0]["text"] == "yes" and j["choices"][0]["finish_reason"] == "stop", j
+
+
+def test_grammar_check_tells_accepted_incomplete_and_rejected_texts(cohort_bin, default_model, tmp_path):
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"type": "object", "properties": {"a": {"type": "integer", "minimum": 3}},
+                                  "required": ["a"]}))
+    texts = {"in": '{"a": 12}', "prefix": '{"a": 1', "out": '{"a":12}', "small": '{"a": 2}'}
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text)
+    p = subprocess.run([str(cohort_bin), "grammar-check", "-m", str(default_model), "--json-schema-file",
+                        str(schema), *(str(tmp_path / n) for n in texts)], capture_output=True, text=True)
+    assert p.returncode == 1 and "3 of 4 texts not in the language" in p.stderr, p.stderr
+    lines = dict(line.rsplit(": ", 1) for line in p.stdout.splitlines())
+    assert lines[str(tmp_path / "in")] == "accepted"
+    assert lines[str(tmp_path / "prefix")] == "incomplete"
+    assert lines[str(tmp_path / "out")].startswith("rejected at byte ")
+    assert lines[str(tmp_path / "small")].startswith("rejected at byte ")
+    p = subprocess.run([str(cohort_bin), "grammar-check", "-m", str(default_model), "--json-schema-file",
+                        str(schema), "--jsonl"], input='"{\\"a\\": 3}"\n"[]"\n', capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert [json.loads(x)["accepted"] for x in p.stdout.splitlines()] == [True, False]
+
+
+def test_grammar_check_names_a_bad_grammar_file(cohort_bin, default_model, tmp_path):
+    grammar = tmp_path / "bad.gbnf"
+    grammar.write_text('root ::= "a" (')
+    p = subprocess.run([str(cohort_bin), "grammar-check", "-m", str(default_model), "--grammar-file", str(grammar),
+                        "--jsonl"], input="", capture_output=True, text=True)
+    assert p.returncode == 1 and str(grammar) in p.stderr and "grammar" in p.stderr, p.stderr
