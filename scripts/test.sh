@@ -40,6 +40,7 @@ install_test_deps() {
   python3 -m pip install -q --disable-pip-version-check -r tests/requirements.txt
   scripts/llama_cpp_variant.sh native
   LLAMA_AVX2=$(scripts/llama_cpp_variant.sh avx2)
+  scripts/llama_cpp_source.sh >/dev/null  # llama.cpp's own test cases (test_json_schema_llama_cases.py)
 }
 
 release_lane() {

@@ -8,12 +8,16 @@
 # third-party headers it needs (picojson, dlpack). Only xgrammar itself is
 # taken as source (--no-binary xgrammar): `--no-binary :all:` would build
 # pip's own build dependencies (cmake) from source too. Unpacked once into
-# the cache; a folder already there is kept.
+# the cache, with our patches applied (cmake/xgrammar-*.patch: JSON numbers
+# of at most 16 digits, as llama.cpp's converter writes them); a folder
+# already there is kept, so a changed patch needs a new PATCH_LEVEL.
 set -euo pipefail
 VERSION=0.2.9
 SHA256=87b466bca2475e29bb0323abc62c6c33cbcbcff47e5fb800a3e2099ac9620b90
+PATCH_LEVEL=1
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/cohort
-DIR=$CACHE/xgrammar-$VERSION
+DIR=$CACHE/xgrammar-$VERSION-p$PATCH_LEVEL
 if [ ! -f "$DIR/include/xgrammar/xgrammar.h" ]; then
   mkdir -p "$CACHE"
   TMP=$(mktemp -d "$CACHE/xgrammar-fetch.XXXXXX")
@@ -24,6 +28,9 @@ if [ ! -f "$DIR/include/xgrammar/xgrammar.h" ]; then
   echo "$SHA256  $ARCHIVE" | sha256sum -c --quiet - >&2 ||
     { echo "error: xgrammar-$VERSION.tar.gz does not have the pinned sha256" >&2; exit 1; }
   tar -xzf "$ARCHIVE" -C "$TMP"
+  for p in "$ROOT"/cmake/xgrammar-*.patch; do
+    patch -s -p1 -d "$TMP/xgrammar-$VERSION" <"$p" >&2
+  done
   rm -rf "$DIR"
   mv "$TMP/xgrammar-$VERSION" "$DIR"
 fi

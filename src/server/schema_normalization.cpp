@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -89,14 +91,87 @@ void check_enforceable(const Json& schema, const std::string& pointer) {
   }
 }
 
-// A tuple (`items` an array) as prefixItems, closed, all required.
-void rewrite_tuple(Json& schema) {
+// Arrays as llama.cpp's converter reads them: `items` as an array is a
+// tuple of exactly those items (draft 4 to 2019-09), and so is prefixItems
+// alone (2020-12 would allow fewer items and any more); prefixItems as a
+// schema, not an array, is every item's schema. prefixItems beside a
+// schema in `items` keeps its 2020-12 meaning (llama.cpp would drop the
+// prefix).
+void rewrite_array(Json& schema) {
   const auto items = schema.find("items");
-  if (items == schema.end() || !items->is_array() || schema.contains("prefixItems")) return;
-  Json tuple = std::move(*items);  // before inserting keys, which moves the others
-  schema["items"] = false;
-  if (!schema.contains("minItems")) schema["minItems"] = tuple.size();
-  schema["prefixItems"] = std::move(tuple);
+  const auto prefix = schema.find("prefixItems");
+  if (items != schema.end() && items->is_array() && prefix == schema.end()) {
+    Json tuple = std::move(*items);  // before inserting keys, which moves the others
+    schema["items"] = false;
+    if (!schema.contains("minItems")) schema["minItems"] = tuple.size();
+    schema["prefixItems"] = std::move(tuple);
+  } else if (prefix != schema.end() && !prefix->is_array()) {
+    Json value = std::move(*prefix);
+    schema.erase("prefixItems");
+    if (!schema.contains("items")) schema["items"] = std::move(value);  // else `items` wins, as in llama.cpp
+  } else if (prefix != schema.end() && items == schema.end()) {
+    Json value = std::move(*prefix);
+    schema.erase("prefixItems");
+    schema["items"] = false;
+    if (!schema.contains("minItems")) schema["minItems"] = value.size();
+    schema["prefixItems"] = std::move(value);
+  }
+}
+
+// A schema without `type` typed as llama.cpp's converter types it, where
+// the engine would take any value instead: one with `pattern`, minLength,
+// maxLength or a format it knows is a string ({"format": "date"} is a
+// date, not anything); one with properties an object; one with items an
+// array.
+void infer_type(Json& schema) {
+  constexpr std::array<std::string_view, 6> kDecided = {"type", "$ref", "anyOf", "oneOf", "enum", "const"};
+  for (const std::string_view key : kDecided) {
+    if (schema.contains(key)) return;
+  }
+  if (schema.contains("allOf")) return;
+  const auto format = schema.find("format");
+  const bool known_format = format != schema.end() &&
+                            (*format == "date" || *format == "time" || *format == "date-time" || *format == "uuid");
+  if (schema.contains("properties")) {
+    schema["type"] = "object";
+  } else if (schema.contains("items") || schema.contains("prefixItems")) {
+    schema["type"] = "array";
+  } else if (known_format || schema.contains("pattern") || schema.contains("minLength") ||
+             schema.contains("maxLength")) {
+    schema["type"] = "string";
+  }
+}
+
+// Integers of at most 16 digits, as llama.cpp's converter writes them:
+// the open side of a half-bounded range closed at 10^16 - 1 (an unbounded
+// integer gets that limit from the engine: cmake/xgrammar-json-numbers.patch).
+// A multipleOf over a range makes the engine list every multiple in it, so
+// more than kMaxMultiples of them are refused.
+constexpr int64_t kIntegerLimit = 9'999'999'999'999'999;
+constexpr int64_t kMaxMultiples = 4096;
+
+void bound_integer(Json& schema, const std::string& pointer) {
+  if (schema.value("type", Json()) != "integer") return;
+  auto number_at = [&](const char* key) -> std::optional<double> {
+    const auto it = schema.find(key);
+    if (it == schema.end() || !it->is_number()) return std::nullopt;
+    return it->get<double>();
+  };
+  const std::optional<double> lo = number_at("minimum") ? number_at("minimum") : number_at("exclusiveMinimum");
+  const std::optional<double> hi = number_at("maximum") ? number_at("maximum") : number_at("exclusiveMaximum");
+  const auto multiple = schema.find("multipleOf");
+  if (multiple != schema.end()) {
+    if (lo && hi && multiple->is_number() && multiple->get<double>() > 0 &&
+        (*hi - *lo) / multiple->get<double>() > static_cast<double>(kMaxMultiples)) {
+      fail("uses 'multipleOf' over a range of more than {} multiples at {}/multipleOf, which structured output "
+           "cannot enforce (the grammar engine would list every one)",
+           kMaxMultiples, pointer);
+    }
+    return;  // the engine's own reading (a half-bounded multipleOf is dropped by it)
+  }
+  if (lo.has_value() == hi.has_value()) return;
+  if (!lo) schema["minimum"] = -kIntegerLimit;
+  if (!hi) schema["maximum"] = kIntegerLimit;
 }
 
 }  // namespace
@@ -170,11 +245,108 @@ void rewrite_bounded_string(Json& schema) {
 
 }  // namespace
 
+namespace {
+
+// The schema a $ref (a JSON pointer into the document: "#/$defs/a") leads
+// to, following chains of them; null where it leads nowhere in it.
+const Json* resolve_refs(const Json& root, const Json& schema) {
+  const Json* s = &schema;
+  for (int hops = 0; hops < 32; ++hops) {
+    if (!s->is_object()) return nullptr;
+    const auto ref = s->find("$ref");
+    if (ref == s->end()) return s;
+    if (!ref->is_string() || ref->get_ref<const std::string&>().rfind('#', 0) != 0) return nullptr;
+    try {
+      s = &root.at(Json::json_pointer(ref->get_ref<const std::string&>().substr(1)));
+    } catch (const Json::exception&) {
+      return nullptr;
+    }
+  }
+  return nullptr;
+}
+
+// An allOf of several schemas as llama.cpp's converter reads it, where each
+// component (through $refs; each alternative of a component that is an
+// anyOf) is an object with properties or an enum: one object with all
+// their properties, required but those of an anyOf's alternatives, and no
+// others; or, for enums, the values in every component. None otherwise.
+std::optional<Json> merge_all_of(const Json& all_of, const Json& root) {
+  Json properties = Json::object();
+  Json required = Json::array();
+  std::vector<std::pair<Json, size_t>> values;  // each enum value, and how many components list it
+  bool objects = false;
+  bool enums = false;
+  auto add = [&](const Json& component, bool is_required) {
+    const Json* c = resolve_refs(root, component);
+    if (c == nullptr) return false;
+    if (const auto props = c->find("properties"); props != c->end() && props->is_object()) {
+      for (const auto& [name, sub] : props->items()) {
+        if (!properties.contains(name)) properties[name] = sub;
+        if (is_required && std::find(required.begin(), required.end(), name) == required.end()) {
+          required.push_back(name);
+        }
+      }
+      return objects = true;
+    }
+    const auto listed = c->find("enum");
+    if (listed == c->end() || !listed->is_array()) return false;
+    for (const Json& v : *listed) {
+      auto seen = std::find_if(values.begin(), values.end(), [&](const auto& p) { return p.first == v; });
+      if (seen == values.end()) values.emplace_back(v, 1);
+      else ++seen->second;
+    }
+    return enums = true;
+  };
+  for (const Json& child : all_of) {
+    const auto any_of = child.is_object() ? child.find("anyOf") : child.end();
+    if (child.is_object() && any_of != child.end() && any_of->is_array()) {
+      for (const Json& alternative : *any_of) {
+        if (!add(alternative, false)) return std::nullopt;
+      }
+    } else if (!add(child, true)) {
+      return std::nullopt;
+    }
+  }
+  if (objects == enums) return std::nullopt;  // neither, or both kinds
+  if (objects) {
+    return Json{{"type", "object"}, {"properties", std::move(properties)}, {"required", std::move(required)},
+                {"additionalProperties", false}};
+  }
+  Json in_all = Json::array();
+  for (auto& [v, n] : values) {
+    if (n == all_of.size()) in_all.push_back(std::move(v));
+  }
+  if (in_all.empty()) return std::nullopt;
+  return Json{{"enum", std::move(in_all)}};
+}
+
+// Every allOf of several schemas that merge_all_of reads, beside nothing
+// but annotations and `type`, replaced by what it reads.
+void merge_all_ofs(Json& out, const Json& root) {
+  visit_schemas(out, "", [&](Json& s, const std::string&) {
+    const auto all_of = s.find("allOf");
+    if (all_of == s.end() || !all_of->is_array() || all_of->size() < 2) return;
+    for (const auto& item : s.items()) {
+      if (item.key() != "allOf" && item.key() != "type" && !is_one_of(kAnnotations, item.key())) return;
+    }
+    std::optional<Json> merged = merge_all_of(*all_of, root);
+    if (!merged) return;
+    s.erase("allOf");
+    s.erase("type");
+    for (auto& [key, value] : merged->items()) s[key] = std::move(value);
+  });
+}
+
+}  // namespace
+
 Json normalize_schema(const Json& schema) {
   Json out = schema;
+  merge_all_ofs(out, schema);
   visit_schemas(out, "", [](Json& s, const std::string& pointer) {
     check_enforceable(s, pointer);
-    rewrite_tuple(s);
+    infer_type(s);
+    rewrite_array(s);
+    bound_integer(s, pointer);
     rewrite_date_format(s);
     rewrite_bounded_string(s);
   });

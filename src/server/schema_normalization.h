@@ -1,9 +1,20 @@
 // A request's JSON schema rewritten into what the grammar engine (xgrammar,
-// engine::GrammarCompiler::json_schema) reads as the schema means it, or
-// refused where the engine would not hold answers to it:
-//   - tuples: `items` as an array (draft 4 to 2019-09), which llama.cpp's
-//     converter reads as exactly those items, in 2020-12's form:
-//     prefixItems, no further items, and all of them required;
+// engine::GrammarCompiler::json_schema) reads as llama.cpp's converter
+// (llama-server's json_schema) reads it, or refused where the engine would
+// not hold answers to it:
+//   - allOf of several schemas, each an object with properties or an enum
+//     (through $refs; the alternatives of a component that is an anyOf):
+//     one object with all their properties (required, but those from an
+//     anyOf) and no others, or the enum values all of them list;
+//   - a schema without `type` is a string where it has a pattern, a length
+//     or a known format, an object where it has properties, an array where
+//     it has items;
+//   - tuples: `items` as an array (draft 4 to 2019-09), or prefixItems
+//     alone, is exactly those items, all required; prefixItems as a schema
+//     is the schema of every item;
+//   - integers of at most 16 digits: a half-bounded range closed at
+//     10^16 - 1 (unbounded ones are limited so by the engine, which we patch:
+//     cmake/xgrammar-json-numbers.patch);
 //   - dates and times: `format` date, time or date-time (RFC 3339) where no
 //     `pattern` is given becomes a pattern, since the engine's own formats
 //     allow days a month does not have (2023-02-31), a leap second at any
@@ -13,10 +24,12 @@
 //     format become a pattern of that many characters that need no escape
 //     (the engine's own form let raw control characters through);
 //   - keywords the engine parses past without enforcing them are refused:
-//     allOf of more than one schema (one, as pydantic writes a $ref with a
-//     description, it reads; not beside other constraints), not,
-//     if/then/else, contains, uniqueItems, dependentRequired,
-//     dependentSchemas and draft 7's dependencies.
+//     allOf of several schemas other than the above (one, as pydantic
+//     writes a $ref with a description, it reads; not beside other
+//     constraints), not, if/then/else, contains, uniqueItems,
+//     dependentRequired, dependentSchemas and draft 7's dependencies; and
+//     multipleOf over a range of more than 4096 multiples (the engine would
+//     list them all).
 // Only subschemas are looked at (values of properties, items, allOf, $defs,
 // ...), never data (enum, const, default, examples) nor property names.
 //

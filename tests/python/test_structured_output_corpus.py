@@ -30,8 +30,9 @@ GRAMMAR_PROMPT = "Answer."
 
 # ---------------------------------------------------------------------------
 # JSON schemas. Every string is bounded (maxLength, enum, const, pattern or
-# format), every array (maxItems or a tuple), every number (a range), and no
-# $ref recurses, so that an answer ends well within MAX_TOKENS.
+# format), every array (maxItems or a tuple), every number (a range; an
+# integer with one bound has at most 16 digits), and no $ref recurses, so
+# that an answer ends well within MAX_TOKENS.
 
 S = {"type": "string", "maxLength": 8}  # a short free string
 
@@ -134,6 +135,14 @@ SCHEMAS = {
         "required": ["where"],
     },
     # --- anyOf / oneOf / allOf -----------------------------------------------
+    # allOf as llama.cpp reads it: objects merged (all properties required,
+    # no others), enums intersected
+    "all_of_merged_objects": {"allOf": [
+        obj({"id": I(1, 99)}),
+        obj({"id": I(1, 99), "tag": {"enum": ["new", "old"]}}),
+    ]},
+    "all_of_enums_through_refs": {"$defs": {"a": {"enum": ["x", "y", "z"]}, "b": {"enum": ["y", "z", "w"]}},
+                                  "allOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}]},
     "any_of_primitives": {"anyOf": [I(0, 99), {"type": "string", "maxLength": 5}, {"type": "boolean"}]},
     "any_of_objects": {"anyOf": [obj({"email": {"type": "string", "pattern": "^[a-z]{1,6}@[a-z]{1,6}\\.com$"}}),
                                  obj({"phone": {"type": "string", "pattern": "^[0-9]{3}-[0-9]{4}$"}})]},
@@ -227,6 +236,14 @@ SCHEMAS = {
                                   "items": False, "minItems": 4},
     "tuple_prefix_items_then_items": {"type": "array", "prefixItems": [{"enum": ["GET", "POST"]}, S],
                                       "items": I(0, 9), "minItems": 2, "maxItems": 4},
+    # prefixItems alone, as llama.cpp reads it: exactly those items
+    "tuple_prefix_items_alone": {"type": "array", "prefixItems": [I(0, 9), {"enum": ["a", "b"]}]},
+    # no type: a known format makes a string, properties an object (llama.cpp's reading)
+    "typeless_format_and_properties": {"properties": {"when": {"format": "date"}, "id": {"format": "uuid"}},
+                                       "required": ["when", "id"]},
+    # one bound: at most 16 digits on the open side (llama.cpp's integers)
+    "integer_lower_bound_only": obj({"n": {"type": "integer", "minimum": 5}, "m": {"type": "integer",
+                                                                                  "maximum": -3}}),
     # --- shapes programs ask for ------------------------------------------------
     "tool_call": obj({"name": {"enum": ["get_weather", "search", "send_email"]},
                       "arguments": obj({"query": {"type": "string", "maxLength": 12},
@@ -264,10 +281,11 @@ SCHEMAS = {
 # (400) naming the keyword and where it is, rather than answering unconstrained.
 # name -> (schema, words the error must hold)
 REFUSED_SCHEMAS = {
-    "all_of_merged_objects": ({"allOf": [
-        obj({"id": I(1, 99)}),
-        obj({"id": I(1, 99), "tag": {"enum": ["new", "old"]}}),
-    ]}, "'allOf' of 2 schemas at /allOf"),
+    "all_of_constraints": ({"allOf": [{"type": "integer"}, {"minimum": 1}]}, "'allOf' of 2 schemas at /allOf"),
+    "multiple_of_over_a_wide_range": (obj({"n": {"type": "integer", "minimum": 0, "maximum": 10 ** 9,
+                                                  "multipleOf": 7}}),
+                                      "'multipleOf' over a range of more than 4096 multiples at "
+                                      "/properties/n/multipleOf"),
 }
 
 # Not here: maxLength beside pattern, which the grammar engine (like
