@@ -25,6 +25,10 @@ XGRAMMAR_DIR=$(scripts/xgrammar.sh)
 
 CUDA_FLAG=()
 [ -n "${COHORT_CUDA:-}" ] && CUDA_FLAG=(-DCOHORT_CUDA="$COHORT_CUDA")
+# Unity files (each library's files compiled several to a file) and
+# precompiled third-party headers: a fresh build compiles the heavy headers
+# (nlohmann/json, CLI11, header-only fmt) a fraction as often. COHORT_UNITY=OFF
+# builds file by file, which recompiles less after an edit.
 cmake -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOHORT_XGRAMMAR_DIR="$XGRAMMAR_DIR" "${CUDA_FLAG[@]}" \
-  >/dev/null
+  -DCMAKE_UNITY_BUILD="${COHORT_UNITY:-ON}" -DCOHORT_PCH=ON >/dev/null
 cmake --build build -j "$(nproc)"
