@@ -20,6 +20,24 @@ if(NOT EXISTS "${COHORT_XGRAMMAR_DIR}/include/xgrammar/xgrammar.h")
                       "which prints the folder) and configure with -DCOHORT_XGRAMMAR_DIR=<that folder>.")
 endif()
 
+# COHORT_XGRAMMAR_LIBRARY: a libcohort_xgrammar.a built already (by the
+# release build, from the same source), linked instead of compiling it
+# again. scripts/test.sh's sanitizer build does so: xgrammar's own code then
+# runs uninstrumented, as third-party code may (ASan and UBSan check the
+# instrumented code, ours, calling it), and its compile under the sanitizers
+# leaves the longest path of the test run.
+set(COHORT_XGRAMMAR_LIBRARY "" CACHE FILEPATH "A built libcohort_xgrammar.a to link instead of compiling xgrammar")
+if(COHORT_XGRAMMAR_LIBRARY)
+  add_library(cohort_xgrammar STATIC IMPORTED)
+  set_target_properties(cohort_xgrammar PROPERTIES IMPORTED_LOCATION ${COHORT_XGRAMMAR_LIBRARY})
+  target_include_directories(cohort_xgrammar SYSTEM INTERFACE ${COHORT_XGRAMMAR_DIR}/include
+                             ${COHORT_XGRAMMAR_DIR}/3rdparty/dlpack/include)
+  target_compile_definitions(cohort_xgrammar INTERFACE XGRAMMAR_ENABLE_CPPTRACE=0
+                             XGRAMMAR_ENABLE_INTERNAL_CHECK=0)
+  target_link_libraries(cohort_xgrammar INTERFACE Threads::Threads)
+  return()
+endif()
+
 file(GLOB_RECURSE _xgrammar_sources CONFIGURE_DEPENDS ${COHORT_XGRAMMAR_DIR}/cpp/*.cc)
 list(FILTER _xgrammar_sources EXCLUDE REGEX "/cpp/tvm_ffi/")
 add_library(cohort_xgrammar STATIC ${_xgrammar_sources})
