@@ -37,6 +37,9 @@
 #include "tools/commands.h"
 
 namespace cohort::tools {
+// Named, so that the helpers keep their names where the tools' files are
+// compiled together (unity builds).
+namespace grammar_check {
 namespace {
 
 // Ordered, as the server reads a request: an object schema's properties are
@@ -110,6 +113,7 @@ void run_jsonl(const tokenizer::Tokenizer& tok, const std::shared_ptr<const engi
 }
 
 }  // namespace
+}  // namespace grammar_check
 
 void register_grammar_check(CLI::App& app) {
   struct Options {
@@ -131,15 +135,15 @@ void register_grammar_check(CLI::App& app) {
     const gguf::GgufFile file = gguf::GgufFile::open(opt->model);
     const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(file.metadata());
     const engine::GrammarCompiler compiler(tok.vocab());
-    const auto grammar = load_grammar(compiler, opt->grammar_file, opt->schema_file);
+    const auto grammar = grammar_check::load_grammar(compiler, opt->grammar_file, opt->schema_file);
     if (opt->jsonl) {
-      run_jsonl(tok, grammar);
+      grammar_check::run_jsonl(tok, grammar);
       return;
     }
     size_t refused = 0;
     for (const std::string& path : opt->texts) {
-      const std::string text = read_text(path);
-      const Verdict v = check(tok, grammar, text);
+      const std::string text = grammar_check::read_text(path);
+      const grammar_check::Verdict v = grammar_check::check(tok, grammar, text);
       refused += v.accepted ? 0 : 1;
       if (v.accepted) {
         fmt::print("{}: accepted\n", path);
