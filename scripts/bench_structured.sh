@@ -49,9 +49,12 @@ PY
 }
 
 run warmup 1 >/dev/null
+# Odd rounds run plain first, even rounds the schema first, so that a
+# machine whose speed drifts over the run does not favour one of them.
 for round in $(seq "$ROUNDS"); do
   for conc in 1 "$CONC"; do
-    run "plain-c$conc-r$round" "$conc"
-    run "schema-c$conc-r$round" "$conc" --response-format bench/response_formats/order.json
+    plain=(run "plain-c$conc-r$round" "$conc")
+    schema=(run "schema-c$conc-r$round" "$conc" --response-format bench/response_formats/order.json)
+    if ((round % 2)); then "${plain[@]}"; "${schema[@]}"; else "${schema[@]}"; "${plain[@]}"; fi
   done
 done
