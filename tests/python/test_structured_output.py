@@ -392,3 +392,30 @@ def test_grammar_check_names_a_bad_grammar_file(cohort_bin, default_model, tmp_p
     p = subprocess.run([str(cohort_bin), "grammar-check", "-m", str(default_model), "--grammar-file", str(grammar),
                         "--jsonl"], input="", capture_output=True, text=True)
     assert p.returncode == 1 and str(grammar) in p.stderr and "grammar" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("policy", ["cohort", "mixed", "no-cont", "serial"])
+def test_constrained_and_free_requests_together_under_every_phase_policy(cohort_bin, default_model, tmp_path,
+                                                                         policy):
+    """Two requests under a schema and two without, sent together to a server
+    of that policy: every schema answer validates, every request finishes,
+    and a free request's tokens are those it gets alone (its row is not
+    masked by its neighbours')."""
+    import concurrent.futures
+    from conftest import serving
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 99},
+                                               "ok": {"type": "boolean"}}, "required": ["n", "ok"]}
+    bodies = [{"prompt": PROMPT, "n_predict": 24, "temperature": 1.0, "seed": 7 + i,
+               **({"json_schema": schema} if i % 2 == 0 else {})} for i in range(4)]
+    with serving(cohort_bin, default_model, ["-c", "2048", "-np", "4", "--phase-policy", policy],
+                 tmp_path) as url:
+        def post(body):
+            r = requests.post(url + "/completion", json=body, timeout=TIMEOUT)
+            assert r.status_code == 200, r.text
+            return r.json()["content"]
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            together = list(pool.map(post, bodies))
+        alone = [post(b) for b in bodies[1::2]]
+    for text in together[0::2]:
+        jsonschema.validate(json.loads(text), schema)
+    assert together[1::2] == alone
