@@ -12,7 +12,6 @@
 // unsupported template falls back to ChatML with a warning on stderr;
 // --strict makes that an error instead.
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <memory>
@@ -23,6 +22,7 @@
 
 #include "chat/chat_template.h"
 #include "common/error.h"
+#include "common/text_file.h"
 #include "gguf/gguf_file.h"
 #include "tools/commands.h"
 
@@ -31,9 +31,7 @@ namespace {
 
 std::string read_text(const std::string& path) {
   if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open '{}'", path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  return read_text_file(path);
 }
 
 // The text of token `key` (an id in the metadata), or "" when absent.

@@ -17,9 +17,7 @@
 // model's tokenizer makes of it, each token's bytes being what the grammar
 // constrains (engine/grammar.h), so any tokenization of the same bytes gives
 // the same answer.
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/text_file.h"
 #include "engine/grammar.h"
 #include "engine/grammar_matcher.h"
 #include "gguf/gguf_file.h"
@@ -42,15 +41,9 @@ namespace cohort::tools {
 namespace grammar_check {
 namespace {
 
-// Ordered, as the server reads a request: an object schema's properties are
-// generated in the order they are written.
-using Json = nlohmann::ordered_json;
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read {}", path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+// The server's (ordered: an object schema's properties are generated in the
+// order they are written).
+using server::Json;
 
 // The grammar of a grammar file or a JSON-schema file, as a request
 // carrying it would get; a refused one is an error naming the file.
@@ -59,7 +52,7 @@ std::shared_ptr<const engine::Grammar> load_grammar(const engine::GrammarCompile
                                                     const std::string& schema_file) {
   Json body = Json::object();
   const std::string& path = grammar_file.empty() ? schema_file : grammar_file;
-  const std::string text = read_text(path);
+  const std::string text = read_text_file(path);
   if (!grammar_file.empty()) {
     body["grammar"] = text;
   } else {
@@ -142,7 +135,7 @@ void register_grammar_check(CLI::App& app) {
     }
     size_t refused = 0;
     for (const std::string& path : opt->texts) {
-      const std::string text = grammar_check::read_text(path);
+      const std::string text = read_text_file(path);
       const grammar_check::Verdict v = grammar_check::check(tok, grammar, text);
       refused += v.accepted ? 0 : 1;
       if (v.accepted) {

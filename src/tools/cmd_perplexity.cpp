@@ -6,15 +6,14 @@
 // (another file type of the same model) with them.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "common/text_file.h"
 #include "tools/commands.h"
 #include "tools/logits_file.h"
 #include "tools/model_session.h"
@@ -31,13 +30,6 @@ struct PplOptions {
   engine::DecoderOptions dec;
 };
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open text file '{}'", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 struct KldStats {
   RunningStats kld;
@@ -51,7 +43,7 @@ void run(const PplOptions& o) {
   engine::DecoderOptions dec = o.dec;
   dec.n_batch = std::min(dec.n_batch, n_ctx);
   ModelSession s(o.model, dec);
-  const std::vector<int32_t> tokens = s.tokenizer.encode(read_text(o.text_file), true, false);
+  const std::vector<int32_t> tokens = s.tokenizer.encode(read_text_file(o.text_file), true, false);
   // As llama-perplexity: where the vocabulary adds BOS, each chunk starts with it.
   const std::vector<int32_t> probe = s.tokenizer.encode("", true, false);
   const bool add_bos = !probe.empty() && probe[0] == s.tokenizer.bos();

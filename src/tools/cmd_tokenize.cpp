@@ -14,7 +14,6 @@
 #include <chrono>
 #include <ctime>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <memory>
@@ -25,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/text_file.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
@@ -169,11 +169,6 @@ void run_jsonl(const Tokenizer& tok) {
   std::cout.flush();
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read {}", path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 }  // namespace
 
@@ -197,7 +192,7 @@ void register_tokenize(CLI::App& app) {
   cmd->callback([opt] {
     const Tokenizer tok = load(opt->model, opt->timing);
     if (opt->jsonl) return run_jsonl(tok);
-    const std::string text = opt->file.empty() ? opt->text : read_file(opt->file);
+    const std::string text = opt->file.empty() ? opt->text : read_text_file(opt->file);
     const auto t0 = Clock::now();
     const double cpu0 = thread_cpu_ms();
     const std::vector<int32_t> ids = tok.encode(text, !opt->no_bos, opt->parse_special);
