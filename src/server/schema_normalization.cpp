@@ -91,6 +91,13 @@ void check_enforceable(const Json& schema, const std::string& pointer) {
   }
 }
 
+// `tuple` as exactly those items, all required, in `schema`.
+void set_tuple(Json& schema, Json tuple) {
+  schema["items"] = false;
+  if (!schema.contains("minItems")) schema["minItems"] = tuple.size();
+  schema["prefixItems"] = std::move(tuple);
+}
+
 // Arrays as llama.cpp's converter reads them: `items` as an array is a
 // tuple of exactly those items (draft 4 to 2019-09), and so is prefixItems
 // alone (2020-12 would allow fewer items and any more); prefixItems as a
@@ -102,19 +109,12 @@ void rewrite_array(Json& schema) {
   const auto prefix = schema.find("prefixItems");
   if (items != schema.end() && items->is_array() && prefix == schema.end()) {
     Json tuple = std::move(*items);  // before inserting keys, which moves the others
-    schema["items"] = false;
-    if (!schema.contains("minItems")) schema["minItems"] = tuple.size();
-    schema["prefixItems"] = std::move(tuple);
-  } else if (prefix != schema.end() && !prefix->is_array()) {
+    set_tuple(schema, std::move(tuple));
+  } else if (prefix != schema.end() && (!prefix->is_array() || items == schema.end())) {
     Json value = std::move(*prefix);
     schema.erase("prefixItems");
-    if (!schema.contains("items")) schema["items"] = std::move(value);  // else `items` wins, as in llama.cpp
-  } else if (prefix != schema.end() && items == schema.end()) {
-    Json value = std::move(*prefix);
-    schema.erase("prefixItems");
-    schema["items"] = false;
-    if (!schema.contains("minItems")) schema["minItems"] = value.size();
-    schema["prefixItems"] = std::move(value);
+    if (value.is_array()) set_tuple(schema, std::move(value));
+    else if (!schema.contains("items")) schema["items"] = std::move(value);  // else `items` wins, as in llama.cpp
   }
 }
 
@@ -157,8 +157,10 @@ void bound_integer(Json& schema, const std::string& pointer) {
     if (it == schema.end() || !it->is_number()) return std::nullopt;
     return it->get<double>();
   };
-  const std::optional<double> lo = number_at("minimum") ? number_at("minimum") : number_at("exclusiveMinimum");
-  const std::optional<double> hi = number_at("maximum") ? number_at("maximum") : number_at("exclusiveMaximum");
+  std::optional<double> lo = number_at("minimum");
+  if (!lo) lo = number_at("exclusiveMinimum");
+  std::optional<double> hi = number_at("maximum");
+  if (!hi) hi = number_at("exclusiveMaximum");
   const auto multiple = schema.find("multipleOf");
   if (multiple != schema.end()) {
     if (lo && hi && multiple->is_number() && multiple->get<double>() > 0 &&
