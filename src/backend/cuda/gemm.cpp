@@ -2,8 +2,7 @@
 
 #include <algorithm>
 
-#include <cublas_v2.h>
-
+#include "backend/cuda/cublas_library.h"
 #include "backend/cuda/dequantize.h"
 #include "common/error.h"
 
@@ -14,7 +13,7 @@ constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;  // cuBLAS's recommen
 
 void check(cublasStatus_t status, const char* what) {
   if (status != CUBLAS_STATUS_SUCCESS) {
-    fail("cuBLAS: {} failed: {} ({})", what, cublasGetStatusName(status), cublasGetStatusString(status));
+    fail("cuBLAS: {} failed: {} ({})", what, cublas().status_name(status), cublas().status_string(status));
   }
 }
 
@@ -25,14 +24,14 @@ cublasHandle_t as_handle(void* h) { return static_cast<cublasHandle_t>(h); }
 Gemm::Gemm(cudaStream_t stream, int64_t scratch_elems)
     : stream_(stream), scratch_(static_cast<size_t>(scratch_elems)), workspace_(kCublasWorkspaceBytes) {
   cublasHandle_t h = nullptr;
-  check(cublasCreate(&h), "cublasCreate");
+  check(cublas().create(&h), "cublasCreate");
   handle_ = h;
-  check(cublasSetStream(h, stream_), "cublasSetStream");
-  check(cublasSetWorkspace(h, workspace_.data(), workspace_.size()), "cublasSetWorkspace");
+  check(cublas().set_stream(h, stream_), "cublasSetStream");
+  check(cublas().set_workspace(h, workspace_.data(), workspace_.size()), "cublasSetWorkspace");
 }
 
 Gemm::~Gemm() {
-  if (handle_ != nullptr) (void)cublasDestroy(as_handle(handle_));
+  if (handle_ != nullptr) (void)cublas().destroy(as_handle(handle_));
 }
 
 void Gemm::gemm(const __nv_bfloat16* w, int64_t n_rows, int64_t n_in, const __nv_bfloat16* x, int64_t n_tok,
@@ -41,7 +40,7 @@ void Gemm::gemm(const __nv_bfloat16* w, int64_t n_rows, int64_t n_in, const __nv
   // where row-major W [n_rows, n_in] is column-major Wᵀ (so op T) and
   // row-major x is column-major xᵀ.
   const float alpha = 1.0f, beta = 0.0f;
-  check(cublasGemmEx(as_handle(handle_), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n_rows),
+  check(cublas().gemm_ex(as_handle(handle_), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n_rows),
                      static_cast<int>(n_tok), static_cast<int>(n_in), &alpha, w, CUDA_R_16BF,
                      static_cast<int>(n_in), x, CUDA_R_16BF, static_cast<int>(n_in), &beta, y,
                      out == OutType::f32 ? CUDA_R_32F : CUDA_R_16BF, static_cast<int>(ldy),
