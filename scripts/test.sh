@@ -58,7 +58,8 @@ build_asan() {
   # the system's compiled fmt instead of header-only (COHORT_FMT_LIBRARY, on
   # with COHORT_SANITIZE), unity files (the libraries') and precompiled
   # headers; only what the checked lane runs is built, and xgrammar is the
-  # library built once into the cache (scripts/xgrammar.sh --library).
+  # library built once into the cache (scripts/xgrammar.sh --library). The
+  # files of the tests and of the subcommands compile at -O0 (src/CMakeLists.txt).
   cmake -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOHORT_SANITIZE=ON \
     -DCOHORT_CUDA=OFF -DCOHORT_XGRAMMAR_DIR="$XGRAMMAR_DIR" -DCOHORT_XGRAMMAR_LIBRARY="$XGRAMMAR_LIBRARY" \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
