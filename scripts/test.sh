@@ -44,6 +44,10 @@ install_test_deps() {
 }
 
 release_lane() {
+  # cohort's side of the llama.cpp comparisons (and the F64 reference),
+  # computed in the python tests, is read back by the AVX2 run instead of
+  # computed again (tests/python/run_cache.py).
+  export COHORT_TEST_RESULTS_CACHE=$LOGS/test-results
   stage "unit tests (release)" ctest --test-dir build --output-on-failure -j "$JOBS" --timeout 600
   stage "python tests" python3 -m pytest -q --durations=12 tests/python
   stage "llama.cpp comparisons against AVX2 llama.cpp" env PYTHONPATH="$LLAMA_AVX2" \
@@ -59,7 +63,7 @@ build_asan() {
   # with COHORT_SANITIZE), unity files (the libraries') and precompiled
   # headers; only what the checked lane runs is built, and xgrammar is the
   # library built once into the cache (scripts/xgrammar.sh --library). The
-  # files of the tests and of the subcommands compile at -O0 (src/CMakeLists.txt).
+  # tests' own files compile at -O0 (src/CMakeLists.txt).
   cmake -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOHORT_SANITIZE=ON \
     -DCOHORT_CUDA=OFF -DCOHORT_XGRAMMAR_DIR="$XGRAMMAR_DIR" -DCOHORT_XGRAMMAR_LIBRARY="$XGRAMMAR_LIBRARY" \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \

@@ -75,6 +75,15 @@ def run_cohort(cohort_bin, *args, check=True, timeout=600, **kw):
     return res
 
 
+def run_cohort_once(cohort_bin, *args, **kw):
+    """run_cohort for a command whose result is its output (no file written):
+    computed once per test run where COHORT_TEST_RESULTS_CACHE is set
+    (run_cache.py)."""
+    from run_cache import arg_key, binary_key, cached
+    key = (binary_key(cohort_bin), [arg_key(a) for a in args])
+    return cached("run", key, lambda: run_cohort(cohort_bin, *args, **kw))
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

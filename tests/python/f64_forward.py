@@ -5,6 +5,8 @@ import numpy as np
 from gguf import GGUFReader
 from gguf.quants import dequantize
 
+from run_cache import cached, file_key
+
 
 def _field(reader, key, default=None):
     f = reader.fields.get(key)
@@ -63,6 +65,12 @@ def stored(t, cache):
 
 
 def forward(path, ids, cache=None):
+    """_forward, computed once per test run (run_cache.py)."""
+    ids = [int(i) for i in ids]
+    return cached("f64", (file_key(path), ids, cache), lambda: _forward(path, ids, cache))
+
+
+def _forward(path, ids, cache=None):
     """Logits of every position in F64; with `cache`, K and V are rounded as
     a KV cache of that type stores them (the rest stays F64)."""
     arch, hp, w = load(path)

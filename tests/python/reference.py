@@ -5,6 +5,7 @@ import json
 import numpy as np
 
 from conftest import run_cohort
+from run_cache import binary_key, cached, file_key
 
 
 # ggml type ids of the KV cache types both sides store (llama.cpp's type_k/type_v)
@@ -31,7 +32,14 @@ def llama_cpp_logits(model_path, ids, n_ctx=None, n_threads=2, cache="f32", **kw
 
 def cohort_logits(cohort_bin, model_path, seqs, tmp_path, n_vocab, extra=(), cache="f32"):
     """cohort's teacher-forced logits, with a KV cache of type `cache` (F32 by
-    default, as llama_cpp_logits)."""
+    default, as llama_cpp_logits); computed once per test run (run_cache.py)."""
+    seqs = [list(map(int, s)) for s in seqs]
+    key = (binary_key(cohort_bin), file_key(model_path), seqs, n_vocab, list(map(str, extra)), cache)
+    return cached("logits", key, lambda: _cohort_logits(cohort_bin, model_path, seqs, tmp_path, n_vocab, extra,
+                                                        cache))
+
+
+def _cohort_logits(cohort_bin, model_path, seqs, tmp_path, n_vocab, extra, cache):
     ids_file = tmp_path / "ids.json"
     out_file = tmp_path / "logits.f32"
     ids_file.write_text(json.dumps([list(map(int, s)) for s in seqs]))

@@ -5,7 +5,7 @@ import json
 import llama_cpp
 import numpy as np
 
-from conftest import run_cohort
+from conftest import run_cohort_once
 from reference import cohort_logits
 
 PROMPTS = [
@@ -56,8 +56,8 @@ def test_greedy_continuations_match_llama_cpp(tmp_path, cohort_bin, default_mode
         path = llama_cpp_greedy(llm, prompt_ids)
         ended = llama_cpp.llama_vocab_is_eog(llm._model.vocab, path[-1])
         ref_text = llm.detokenize(path[:-1] if ended else path).decode("utf-8", errors="replace")
-        ours = run_cohort(cohort_bin, "run", "-m", default_model, "-p", prompt, "-n", N_GEN,
-                          "--temp", 0, "-c", 256, "-ctk", "f32", "-ctv", "f32").stdout
+        ours = run_cohort_once(cohort_bin, "run", "-m", default_model, "-p", prompt, "-n", N_GEN,
+                               "--temp", 0, "-c", 256, "-ctk", "f32", "-ctv", "f32").stdout
         if ours == ref_text:
             identical += 1
             continue

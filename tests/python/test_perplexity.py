@@ -5,7 +5,7 @@ import re
 
 import numpy as np
 
-from conftest import run_cohort
+from conftest import run_cohort, run_cohort_once
 from reference import log_softmax
 
 N_CTX = 256
@@ -37,8 +37,8 @@ def llama_cpp_perplexity(model_path, text):
 
 
 def cohort_perplexity(cohort_bin, model, text_file, *extra):
-    res = run_cohort(cohort_bin, "perplexity", "-m", model, "-f", text_file, "-c", N_CTX,
-                     "--chunks", N_CHUNKS, *extra, timeout=1800)
+    res = run_cohort_once(cohort_bin, "perplexity", "-m", model, "-f", text_file, "-c", N_CTX,
+                          "--chunks", N_CHUNKS, *extra, timeout=1800)
     m = re.search(r"Final estimate: PPL = ([0-9.]+) \+/- ([0-9.]+)", res.stdout)
     assert m, res.stdout
     return float(m.group(1)), float(m.group(2)), res.stdout
