@@ -58,7 +58,8 @@ release_lane() {
 build_asan() {
   # -O1 -g1: half the compile time of -O2 -g; line tables are all a sanitizer
   # report needs (-O0 compiles faster still but triples the unit tests' time).
-  # Compiling is further cut (1427 s on 2 idle cores; about half that) by
+  # Compiling is further cut (the build took 1648 s at nice 19 beside the
+  # release lane's tests on 2 cores) by
   # the system's compiled fmt instead of header-only (COHORT_FMT_LIBRARY, on
   # with COHORT_SANITIZE), unity files (the libraries') and precompiled
   # headers; only what the checked lane runs is built, and xgrammar is the
