@@ -138,6 +138,85 @@ void BlockManager::take_copies(std::vector<BlockCopy>& out) {
   std::swap(out, copies_);
 }
 
+// Blocks in [first, end) of s's table that another sequence also holds.
+int BlockManager::shared_blocks(const Seq& s, int first, int end) const {
+  int n = 0;
+  for (int i = first; i < end; ++i) n += pool_.ref_count(s.blocks[static_cast<size_t>(i)]) > 1 ? 1 : 0;
+  return n;
+}
+
+bool BlockManager::can_shift(SeqId seq, int n_keep, int n_discard) const {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return false;
+  const Seq& s = it->second;
+  if (n_keep < 0 || n_discard < 1 || s.n_committed != s.n_tokens || n_keep > s.n_committed - n_discard)
+    return false;
+  const int first = n_keep / block_size(), end = n_blocks_for(s.n_committed - n_discard);
+  return shared_blocks(s, first, end) <= n_free_blocks();
+}
+
+void BlockManager::shift(SeqId seq, int n_keep, int n_discard) {
+  Seq& s = get_or_fail(seq);
+  if (!can_shift(seq, n_keep, n_discard)) {
+    fail("KV cache: sequence {} of {} positions ({} committed) cannot drop {} positions after {} "
+         "({} blocks free)", seq, s.n_tokens, s.n_committed, n_discard, n_keep, n_free_blocks());
+  }
+  const int bs = block_size();
+  const int new_len = s.n_committed - n_discard;
+  const int first = n_keep / bs, end = n_blocks_for(new_len);
+  const std::vector<BlockId> from = s.blocks;
+  for (int i = first; i < end; ++i) {  // the blocks the moves write
+    BlockId& b = s.blocks[static_cast<size_t>(i)];
+    if (pool_.ref_count(b) > 1) {
+      b = pool_.acquire();
+    } else if (pool_.is_kept(b)) {
+      pool_.unregister(b);
+    }
+  }
+  list_moves(from, s.blocks, n_keep, n_discard, new_len);
+  // The moves read the released blocks at the next step, before it writes
+  // any row: a block freed here and handed to a new sequence is written
+  // only by the forward, after them.
+  for (int i = first; i < end; ++i) {
+    if (s.blocks[static_cast<size_t>(i)] != from[static_cast<size_t>(i)]) pool_.unref(from[static_cast<size_t>(i)]);
+  }
+  for (int i = static_cast<int>(from.size()) - 1; i >= end; --i) pool_.unref(from[static_cast<size_t>(i)]);
+  s.blocks.resize(static_cast<size_t>(end));
+  s.n_tokens = s.n_committed = new_len;
+  s.partial.assign(static_cast<size_t>(new_len % bs), -1);
+  s.shifted = true;
+}
+
+// Position p of `to` gets position p + n_discard of `from` (rotated) for p in
+// [n_keep, new_len), and the rows before n_keep of a block that was
+// replaced come along unrotated. Round r moves positions
+// [n_keep + r * n_discard, n_keep + (r + 1) * n_discard): it reads the rows
+// the next round writes.
+void BlockManager::list_moves(std::span<const BlockId> from, std::span<const BlockId> to, int n_keep,
+                              int n_discard, int new_len) {
+  const int bs = block_size();
+  auto row = [bs](std::span<const BlockId> table, int pos) {
+    return static_cast<int32_t>(kv::slot_of(table, bs, pos).index(bs));
+  };
+  const size_t begin = moves_.size();
+  const int first = n_keep / bs;
+  if (static_cast<size_t>(first) < to.size() && from[static_cast<size_t>(first)] != to[static_cast<size_t>(first)]) {
+    for (int p = first * bs; p < n_keep; ++p) moves_.push_back({row(from, p), row(to, p), 0});
+  }
+  for (int p = n_keep; p < new_len; ++p) {
+    if (p > n_keep && (p - n_keep) % n_discard == 0) move_rounds_.push_back(static_cast<int32_t>(moves_.size()));
+    moves_.push_back({row(from, p + n_discard), row(to, p), -n_discard});
+  }
+  if (moves_.size() > begin) move_rounds_.push_back(static_cast<int32_t>(moves_.size()));
+}
+
+void BlockManager::take_moves(std::vector<RowMove>& moves, std::vector<int32_t>& round_ends) {
+  moves.clear();
+  round_ends.clear();
+  std::swap(moves, moves_);
+  std::swap(round_ends, move_rounds_);
+}
+
 bool BlockManager::can_append(SeqId seq, int n_new) const {
   auto it = seqs_.find(seq);
   if (it == seqs_.end() || n_new < 0) return false;
@@ -175,6 +254,10 @@ void BlockManager::commit(SeqId seq, std::span<const int32_t> tokens) {
     s.partial.push_back(t);
     ++s.n_committed;
     if (s.partial.size() < bs) continue;
+    if (s.shifted) {
+      s.partial.clear();
+      continue;
+    }
     const BlockId b = s.blocks[static_cast<size_t>(s.n_committed - 1) / bs];
     s.last_hash = pool_.register_full(b, s.last_hash, s.partial);
     s.partial.clear();
@@ -183,7 +266,7 @@ void BlockManager::commit(SeqId seq, std::span<const int32_t> tokens) {
 
 void BlockManager::free(SeqId seq) {
   Seq& s = get_or_fail(seq);
-  if (!s.partial.empty()) {  // the open block's committed rows, for a later prompt to copy
+  if (!s.partial.empty() && !s.shifted) {  // the open block's committed rows, for a later prompt to copy
     const BlockId open = s.blocks[static_cast<size_t>(s.n_committed / block_size())];
     pool_.register_partial(open, s.last_hash, s.partial);
   }

@@ -27,6 +27,14 @@
 // be evicted and rewritten later, but only by a later step: the copy runs
 // first.
 //
+// Context shift (shift()): a full sequence drops n_discard positions after
+// its first n_keep and moves the rest down, as llama-server's context shift
+// does. The moves (kv/block_copy.h RowMove) are written in place where the
+// block is the sequence's own, into a fresh block where it is shared; a
+// written block's registration is forgotten first. A shifted sequence's
+// rows no longer hold a prompt prefix as a prefill computes it, so none of
+// its blocks is registered for reuse afterwards.
+//
 // Running out of blocks is a normal condition: can_allocate / can_append say
 // whether the act would succeed, and the acts throw cohort::Error with a
 // message naming the sequence and the shortfall when it would not; a failed
@@ -116,6 +124,18 @@ class BlockManager {
   // them before the next step writes the KV cache.
   void take_copies(std::vector<BlockCopy>& out);
 
+  // Drops positions [n_keep, n_keep + n_discard) of `seq` and moves the
+  // positions after them down by n_discard; n_tokens and n_committed shrink
+  // by n_discard. can_shift is false unless seq exists with every position
+  // committed, n_keep >= 0, n_discard >= 1, n_keep + n_discard <= its
+  // positions, and a free block is there for each shared block it writes.
+  bool can_shift(SeqId seq, int n_keep, int n_discard) const;
+  void shift(SeqId seq, int n_keep, int n_discard);
+  // The row moves that shifts since the last call asked for, in order, and
+  // the end of each round in `moves` (both cleared first). The caller has the
+  // backend perform them before the copies of take_copies().
+  void take_moves(std::vector<RowMove>& moves, std::vector<int32_t>& round_ends);
+
   bool contains(SeqId seq) const { return seqs_.count(seq) != 0; }
   int n_seqs() const { return static_cast<int>(seqs_.size()); }
   // REQUIRES (these four): contains(seq), checked by assert.
@@ -137,6 +157,7 @@ class BlockManager {
     int n_committed = 0;
     BlockHash last_hash = kRootHash;    // hash of the last full committed block
     std::vector<int32_t> partial;       // [n_committed % block_size] ids of the open block
+    bool shifted = false;               // shift() moved its rows: nothing to register
   };
   struct PrefixMatch {
     int n_blocks = 0;                   // leading full blocks found
@@ -152,11 +173,16 @@ class BlockManager {
   BlockPool::PrefixRows rows_to_copy(std::span<const int32_t> prompt, const PrefixMatch& m,
                                      int n_new_blocks) const;
   void grow(Seq& s, int n_tokens);
+  int shared_blocks(const Seq& s, int first, int end) const;
+  void list_moves(std::span<const BlockId> from, std::span<const BlockId> to, int n_keep, int n_discard,
+                  int new_len);
   void fail_no_room(SeqId seq, const char* what, int n_tokens, int n_needed) const;
 
   BlockPool pool_;
   std::unordered_map<SeqId, Seq> seqs_;
   std::vector<BlockCopy> copies_;  // asked for since the last take_copies()
+  std::vector<RowMove> moves_;     // asked for since the last take_moves()
+  std::vector<int32_t> move_rounds_;
 };
 
 }  // namespace cohort::kv

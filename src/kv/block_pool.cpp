@@ -164,6 +164,11 @@ void BlockPool::lru_remove(BlockId b) {
   --n_cached_;
 }
 
+void BlockPool::unregister(BlockId b) {
+  assert(blocks_[b].ref_count > 0);
+  forget(b);
+}
+
 void BlockPool::forget(BlockId b) {
   Block& blk = blocks_[b];
   if (blk.hashed) by_hash_.erase(blk.hash);

@@ -88,6 +88,10 @@ class BlockPool {
   // the prefix `parent`, so that a later prompt may copy them.
   // REQUIRES: ref_count(b) > 0, b not kept, 1 <= tokens.size() < block_size().
   void register_partial(BlockId b, BlockHash parent, std::span<const int32_t> tokens);
+  // Forgets what used block `b` holds (its contents are about to change): it
+  // is no longer found by lookups and is freed, not cached, when released.
+  // REQUIRES: ref_count(b) > 0.
+  void unregister(BlockId b);
 
   // The kept block after the prefix `parent` whose leading tokens agree
   // longest with `tokens` (full or partial), and how many agree; {kNoBlock,
