@@ -20,6 +20,8 @@
 
 namespace cohort::backend {
 
+struct RopeParams;
+
 // The most best logits a step may ask for a row (StepInput::best_k).
 inline constexpr int kMaxBestLogits = 64;
 
@@ -49,6 +51,13 @@ struct StepInput {
   // a prompt's partly reused block; kv::BlockManager::take_copies). Only the
   // first micro-batch of a step carries them; begin_step performs them.
   std::span<const kv::BlockCopy> kv_copies;
+  // KV rows a context shift moves (kv::BlockManager::take_moves), performed
+  // before kv_copies: the end of each round in kv_moves, and the keys'
+  // rotary embedding (set where kv_moves is not empty). Only the first
+  // micro-batch of a step carries them.
+  std::span<const kv::RowMove> kv_moves;
+  std::span<const int32_t> kv_move_rounds;
+  const RopeParams* kv_rope = nullptr;
 
   int32_t n_logits() const { return static_cast<int32_t>(logit_rows.size()); }
   int32_t n_embd_rows() const { return static_cast<int32_t>(embd_rows.size()); }

@@ -112,6 +112,7 @@ Decoder::Decoder(const model::Model& model, const DecoderOptions& options)
     k.backend->load_weights(model.file().data_section(),
                             plan_ ? k.forward.matrices() : std::vector<backend::ConstTensorView>{});
   }
+  rope_ = ranks_[0]->forward.rope_params();
   seqs_.reserve(static_cast<size_t>(options.n_batch));
 }
 
@@ -271,7 +272,8 @@ void Decoder::run_batch(const Batch& batch, std::span<float> logits, std::span<f
   const int n_ub = ubatch_size(options_);
   int32_t n_out = 0;  // logit rows written by earlier micro-batches
   int32_t n_hid = 0;  // hidden rows written by earlier micro-batches
-  blocks_.take_copies(kv_copies_);  // before this step writes the cache
+  blocks_.take_moves(kv_moves_, kv_move_rounds_);  // before this step writes the cache
+  blocks_.take_copies(kv_copies_);
   for (int begin = 0; begin < batch.n_tokens(); begin += n_ub) {
     const int end = std::min(begin + n_ub, batch.n_tokens());
     backend::StepInput in = step_.build(batch, begin, end, blocks_);
@@ -283,7 +285,14 @@ void Decoder::run_batch(const Batch& batch, std::span<float> logits, std::span<f
                                                               static_cast<size_t>(in.n_logits()) * words);
       }
     }
-    if (begin == 0) in.kv_copies = kv_copies_;
+    if (begin == 0) {
+      in.kv_copies = kv_copies_;
+      if (!kv_moves_.empty()) {
+        in.kv_moves = kv_moves_;
+        in.kv_move_rounds = kv_move_rounds_;
+        in.kv_rope = &rope_;
+      }
+    }
     const std::span<float> out = logits.subspan(static_cast<size_t>(n_out) * static_cast<size_t>(n_vocab));
     const backend::TensorView hid =
         in.n_embd_rows() == 0

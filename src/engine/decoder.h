@@ -197,6 +197,9 @@ class Decoder {
   StepBuilder step_;
   std::vector<SeqSpan> seqs_;  // [sequences of a batch] validation scratch, capacity n_batch
   std::vector<kv::BlockCopy> kv_copies_;  // the step's copy-on-write rows (blocks_.take_copies)
+  std::vector<kv::RowMove> kv_moves_;     // the step's context-shift moves (blocks_.take_moves)
+  std::vector<int32_t> kv_move_rounds_;
+  backend::RopeParams rope_;              // the keys' rotary embedding, for the moves
   backend::Tensor logits_[2];  // [n_outputs, n_vocab] host (pinned on a GPU), grown on demand
   std::vector<float> hidden_[2];  // [n_embd_outputs, n_embd] host, beside logits_[i], grown on demand
   std::vector<TokenLogit> best_[2];  // [n_outputs, best_k] beside logits_[i], grown on demand

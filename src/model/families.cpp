@@ -60,6 +60,8 @@ class FamilyForward final : public RankForward {
     return m;
   }
 
+  backend::RopeParams rope_params() const override { return model::rope_params(hparams(), w_.head); }
+
  private:
   Weights<Layer> w_;
 };

@@ -49,6 +49,9 @@ class RankForward {
   // Every weight matrix this forward reads (views into the model file; a
   // rank's are its shards), for a device backend to copy.
   virtual std::vector<backend::ConstTensorView> matrices() const = 0;
+  // The rotary embedding of its keys, for the moves of a context shift
+  // (StepInput::kv_rope); its freq_factors point into this object.
+  virtual backend::RopeParams rope_params() const = 0;
 
  protected:
   RankForward(const HParams& hp, std::vector<int64_t> vocab_counts)

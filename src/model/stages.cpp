@@ -60,8 +60,7 @@ void qk_norm(ForwardContext& ctx, const F32Vector& q_norm, const F32Vector& k_no
   ctx.be.rms_norm(k, vec(k_norm), hp.rms_eps, k);
 }
 
-void rotate_qk(ForwardContext& ctx, const HeadWeights& head) {
-  const HParams& hp = ctx.hp;
+backend::RopeParams rope_params(const HParams& hp, const HeadWeights& head) {
   backend::RopeParams p;
   p.n_rot = hp.n_rot;
   p.freq_base = hp.rope_freq_base;
@@ -77,8 +76,13 @@ void rotate_qk(ForwardContext& ctx, const HeadWeights& head) {
     p.n_ctx_orig = hp.n_ctx_orig;
   }
   if (!head.rope_freqs.empty()) p.freq_factors = head.rope_freqs.data();
-  ctx.be.rope(p, ctx.rows(ctx.ws.q), hp.n_head, ctx.in);
-  ctx.be.rope(p, ctx.rows(ctx.ws.k), hp.n_head_kv, ctx.in);
+  return p;
+}
+
+void rotate_qk(ForwardContext& ctx, const HeadWeights& head) {
+  const backend::RopeParams p = rope_params(ctx.hp, head);
+  ctx.be.rope(p, ctx.rows(ctx.ws.q), ctx.hp.n_head, ctx.in);
+  ctx.be.rope(p, ctx.rows(ctx.ws.k), ctx.hp.n_head_kv, ctx.in);
 }
 
 void attend(ForwardContext& ctx, int layer) {

@@ -23,6 +23,9 @@ void add_qkv_bias(ForwardContext& ctx, const F32Vector& q_bias, const F32Vector&
 // Per-head RMS norm of ws.q and ws.k (qwen3), before RoPE.
 void qk_norm(ForwardContext& ctx, const F32Vector& q_norm, const F32Vector& k_norm);
 
+// The rotary embedding of the model's queries and keys.
+backend::RopeParams rope_params(const HParams& hp, const HeadWeights& head);
+
 // RoPE on ws.q and ws.k at the tokens' positions.
 void rotate_qk(ForwardContext& ctx, const HeadWeights& head);
 

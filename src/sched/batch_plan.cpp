@@ -58,6 +58,7 @@ void BatchPlan::clear() {
   first_tokens.clear();
   parked.clear();
   unparked.clear();
+  shifted.clear();
 }
 
 }  // namespace cohort::sched

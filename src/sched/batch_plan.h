@@ -82,6 +82,7 @@ struct BatchPlan {
   std::vector<SlotRef> first_tokens;
   std::vector<SlotRef> parked;     // DECODE members held out while a PP phase runs
   std::vector<SlotRef> unparked;   // they decode again from the next TG step
+  std::vector<SlotRef> shifted;    // their context was shifted for this step's decode row
 
   int n_tokens() const;                    // sum of rows' n_tokens (<= -b)
   bool has_work() const { return !rows.empty() || !first_tokens.empty(); }

@@ -61,6 +61,7 @@ std::string format_trace_line(const BatchPlan& plan, const SchedulerCounters& co
   append_ended(s, plan.ended);
   append_ids(s, "parked", plan.parked);
   append_ids(s, "unparked", plan.unparked);
+  if (!plan.shifted.empty()) append_ids(s, "shifted", plan.shifted);
   fmt::format_to(std::back_inserter(s),
                  ",\"queued\":{},\"processing\":{},\"parked_n\":{},\"blocked\":{},\"cohort\":{}}}",
                  counters.n_queued, counters.n_processing, counters.n_parked, counters.n_blocked,

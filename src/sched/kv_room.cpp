@@ -32,6 +32,12 @@ bool PagedKvRoom::can_append(int slot, int n) const { return blocks_.can_append(
 
 void PagedKvRoom::append(int slot, int n) { blocks_.append(slot, n); }
 
+bool PagedKvRoom::can_shift(int slot, int n_keep, int n_discard) const {
+  return blocks_.can_shift(slot, n_keep, n_discard);
+}
+
+void PagedKvRoom::shift(int slot, int n_keep, int n_discard) { blocks_.shift(slot, n_keep, n_discard); }
+
 void PagedKvRoom::release(int slot) {
   if (blocks_.contains(slot)) blocks_.free(slot);
 }

@@ -46,6 +46,12 @@ class KvRoom {
   // REQUIRES: can_append(slot, n).
   virtual void append(int slot, int n) = 0;
 
+  // Drops n_discard positions of the slot's sequence after its first n_keep
+  // and moves the rest down (kv::BlockManager::shift).
+  virtual bool can_shift(int slot, int n_keep, int n_discard) const = 0;
+  // REQUIRES: can_shift(slot, n_keep, n_discard).
+  virtual void shift(int slot, int n_keep, int n_discard) = 0;
+
   // Frees the slot's sequence (no-op if it has none).
   virtual void release(int slot) = 0;
 };
@@ -64,6 +70,8 @@ class PagedKvRoom final : public KvRoom {
   int admit(int slot, RequestId id, int n_prompt, bool reuse_prefix) override;
   bool can_append(int slot, int n) const override;
   void append(int slot, int n) override;
+  bool can_shift(int slot, int n_keep, int n_discard) const override;
+  void shift(int slot, int n_keep, int n_discard) override;
   void release(int slot) override;
 
  private:

@@ -74,6 +74,16 @@ int PlanBuilder::admit(int max_n) {
 bool PlanBuilder::decode(const Request& r) {
   assert(r.state == RequestState::kDecode && !r.parked && !has_row(r.slot));
   if (capacity_left() < 1) return false;
+  if (r.must_shift()) {
+    const int discard = r.shift_discard();
+    if (discard < 1 || !kv_.can_shift(r.slot, r.spec.shift.n_keep, discard)) {
+      youngest_kv_waiter_ = std::max(youngest_kv_waiter_, r.id);
+      return false;
+    }
+    kv_.shift(r.slot, r.spec.shift.n_keep, discard);
+    mutable_request(r).n_shifted += discard;
+    plan_.shifted.push_back({r.slot, r.id});
+  }
   if (!kv_.can_append(r.slot, 1)) {
     youngest_kv_waiter_ = std::max(youngest_kv_waiter_, r.id);
     return false;

@@ -1,5 +1,7 @@
 #include "sched/request.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 
 namespace cohort::sched {
@@ -10,6 +12,17 @@ void validate(const RequestSpec& spec) {
     fail("max_new_tokens must be at least 1, or {} for no limit (got {})", kNoLimit,
          spec.max_new_tokens);
   }
+  const ContextShift& c = spec.shift;
+  if (c.n_ctx < 0 || c.n_discard < 0 || c.n_keep < 0 || (c.n_ctx > 0 && c.n_keep > c.n_ctx - 4)) {
+    fail("context shift: n_ctx {} must be >= 0, n_keep {} in [0, n_ctx - 4], n_discard {} >= 0", c.n_ctx,
+         c.n_keep, c.n_discard);
+  }
+}
+
+int Request::shift_discard() const {
+  const int n_left = next_pos() - spec.shift.n_keep;
+  const int n = spec.shift.n_discard > 0 ? spec.shift.n_discard : n_left / 2;
+  return std::clamp(n, 0, std::max(0, n_left - 1));
 }
 
 const char* state_name(RequestState state) {

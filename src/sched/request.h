@@ -36,12 +36,24 @@ inline constexpr RequestId kNoRequest = -1;
 // max_new_tokens value for "until a stop condition" (llama.cpp's -n -1).
 inline constexpr int kNoLimit = -1;
 
+// Context shift (llama-server's --context-shift): a decoding request whose
+// next position would reach n_ctx - 1 first drops n_discard positions after
+// its first n_keep (half of the rest when n_discard is 0, at most all but
+// one of them) and moves the later ones down (kv::BlockManager::shift), so
+// that generation goes on past a full context.
+struct ContextShift {
+  int n_ctx = 0;      // positions its sequence may hold; 0: no shift
+  int n_keep = 0;     // [0, n_ctx - 4]
+  int n_discard = 0;  // >= 0
+};
+
 // What a client asks for. The server keeps the tokens; the scheduler only
 // needs counts.
 struct RequestSpec {
   int n_prompt = 0;               // prompt tokens, >= 1
   int max_new_tokens = kNoLimit;  // >= 1, or kNoLimit
   bool prompt_only = false;       // ends with its prompt (see above); max_new_tokens is unused
+  ContextShift shift{};
 };
 
 // Throws cohort::Error naming the field if `spec` is not valid.
@@ -72,13 +84,20 @@ struct Request {
   int n_prefilled = 0;   // prompt positions whose K/V are written, [n_cached, n_prompt]
   int n_generated = 0;   // tokens sampled so far
   bool parked = false;   // DECODE, but held out of batches while a PP phase runs
+  int n_shifted = 0;     // positions dropped by context shifts
 
   int n_prompt() const { return spec.n_prompt; }
   int prompt_left() const { return spec.n_prompt - n_prefilled; }
   // Position of the next row: the next prompt token, or the last sampled token.
   int next_pos() const {
-    return state == RequestState::kDecode ? spec.n_prompt + n_generated - 1 : n_prefilled;
+    return state == RequestState::kDecode ? spec.n_prompt + n_generated - 1 - n_shifted : n_prefilled;
   }
+  // Whether its next decode row must shift the context first.
+  bool must_shift() const {
+    return spec.shift.n_ctx > 0 && state == RequestState::kDecode && next_pos() + 1 >= spec.shift.n_ctx;
+  }
+  // How many positions the next shift drops (ContextShift).
+  int shift_discard() const;
   bool reached_limit() const {
     return spec.max_new_tokens != kNoLimit && n_generated >= spec.max_new_tokens;
   }

@@ -75,6 +75,36 @@ TEST(Scheduler, StopAndLengthEndRequestsAtTheRightToken) {
   EXPECT_EQ(c.n_decode_tokens, 2 + 3);
 }
 
+TEST(Scheduler, ContextShiftDecodesPastAFullContextUnderEveryPolicy) {
+  for (PolicyKind policy : kAllPolicies) {
+    // Three requests whose context of 40 positions fills many times over;
+    // the second shares its prompt's blocks with the first.
+    SimOptions o = sim_options(policy, 3, 64);
+    o.prefix_len = 32;
+    Simulation sim(o, {{.tick = 0, .n_prompt = 35, .max_new = 100, .prefix = 0, .shift_ctx = 40, .shift_keep = 3},
+                       {.tick = 0, .n_prompt = 36, .max_new = 90, .prefix = 0, .shift_ctx = 40, .shift_discard = 5},
+                       {.tick = 2, .n_prompt = 10, .max_new = kNoLimit, .stop_after = 120, .shift_ctx = 40,
+                        .shift_keep = 3}});
+    ASSERT_EQ(sim.run(), "") << policy_name(policy);
+    EXPECT_EQ(sim.life(0).reason, EndReason::kLength) << policy_name(policy);
+    EXPECT_EQ(sim.life(0).n_generated, 100);
+    EXPECT_GT(sim.life(0).n_shifted, 0);
+    EXPECT_EQ(sim.life(1).n_generated, 90);
+    EXPECT_EQ(sim.life(1).n_shifted % 5, 0);
+    EXPECT_EQ(sim.life(2).reason, EndReason::kStop);
+    EXPECT_EQ(sim.life(2).n_generated, 120);
+    EXPECT_EQ(sim.blocks().audit(), "");
+    EXPECT_EQ(sim.blocks().n_seqs(), 0);
+  }
+}
+
+TEST(Scheduler, WithoutContextShiftNoShiftHappens) {
+  Simulation sim(sim_options(PolicyKind::kCohort, 1, 64), {{.tick = 0, .n_prompt = 35, .max_new = 100}});
+  ASSERT_EQ(sim.run(), "");
+  EXPECT_EQ(sim.life(0).n_generated, 100);
+  EXPECT_EQ(sim.life(0).n_shifted, 0);
+}
+
 TEST(Scheduler, InvalidOptionsAndRequestsAreRejectedWithTheirName) {
   kv::BlockManager blocks(4);
   PagedKvRoom room(blocks, [](RequestId) { return std::span<const int32_t>(); });
@@ -88,6 +118,9 @@ TEST(Scheduler, InvalidOptionsAndRequestsAreRejectedWithTheirName) {
   EXPECT_THROW(s.submit({0, 5}), Error);
   EXPECT_THROW(s.submit({5, 0}), Error);
   EXPECT_NO_THROW(s.submit({5, kNoLimit}));
+  EXPECT_THROW(s.submit({5, 5, false, {.n_ctx = 8, .n_keep = 5}}), Error);  // n_keep > n_ctx - 4
+  EXPECT_THROW(s.submit({5, 5, false, {.n_ctx = 8, .n_discard = -1}}), Error);
+  EXPECT_NO_THROW(s.submit({5, 5, false, {.n_ctx = 8, .n_keep = 4}}));
 }
 
 TEST(Scheduler, SubmissionsFromOtherThreadsKeepTheirOrderAndIds) {

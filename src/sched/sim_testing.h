@@ -42,6 +42,11 @@ struct Arrival {
   int stop_after = 0;        // > 0: the executor reports a stop at this many tokens
   int64_t cancel_tick = -1;  // >= tick: cancelled just before that tick's plan
   int prefix = -1;           // >= 0: the prompt starts with shared prefix #prefix
+  int shift_ctx = 0;         // --context-shift: ContextShift's n_ctx, n_keep, n_discard
+  int shift_keep = 0;
+  int shift_discard = 0;
+
+  ContextShift shift() const { return {shift_ctx, shift_keep, shift_discard}; }
 };
 
 // What happened to one request of the workload.
@@ -54,6 +59,7 @@ struct Life {
   int n_cached = 0;
   int next_pos = 0;               // next prompt position to compute
   int n_generated = 0;
+  int n_shifted = 0;              // positions dropped by context shifts
   bool kept = false;              // final logits kept (READY)
   std::vector<int64_t> pp_steps, tg_steps;
 };
@@ -174,7 +180,7 @@ class Simulation {
     for (size_t i = 0; i < arrivals_.size(); ++i) {
       const Arrival& a = arrivals_[i];
       if (a.tick == tick_) {
-        const RequestId id = sched_.submit({a.n_prompt, a.max_new});
+        const RequestId id = sched_.submit({a.n_prompt, a.max_new, false, a.shift()});
         lives_[i].id = id;
         prompts_[id] = make_prompt(a, id);
         index_of_[id] = i;
@@ -230,6 +236,10 @@ class Simulation {
       result.failed = true;  // the forward threw: nothing changed
       return "";
     }
+    for (const SlotRef& s : plan.shifted) {
+      if (std::string e = check_shift(s); !e.empty()) return e;
+    }
+    blocks_.take_moves(moves_, move_rounds_);  // as the decoder does
     for (const PlanRow& row : plan.rows) {
       if (std::string e = run_row(plan, row); !e.empty()) return e;
     }
@@ -256,6 +266,23 @@ class Simulation {
     return "";
   }
 
+  // A shift drops what ContextShift says, worked out here on our own record.
+  std::string check_shift(const SlotRef& s) {
+    Life* l = slot_life(s.slot, s.id);
+    if (!l || l->first_token_step < 0) return "a shift for a request that is not decoding";
+    const Arrival& a = arrival_of(s.id);
+    const int held = a.n_prompt + l->n_generated - 1 - l->n_shifted;
+    if (a.shift_ctx == 0 || held + 1 < a.shift_ctx) return fmt::format("request {} shifted early", s.id);
+    const int n_left = held - a.shift_keep;
+    const int want = std::clamp(a.shift_discard > 0 ? a.shift_discard : n_left / 2, 0, std::max(0, n_left - 1));
+    if (blocks_.n_committed(s.slot) != held - want) {
+      return fmt::format("request {} holds {} positions after a shift, {} expected", s.id,
+                         blocks_.n_committed(s.slot), held - want);
+    }
+    l->n_shifted += want;
+    return "";
+  }
+
   std::string run_row(const BatchPlan& plan, const PlanRow& row) {
     Life* l = slot_life(row.slot, row.id);
     if (!l) return fmt::format("row for request {} not in slot {}", row.id, row.slot);
@@ -272,7 +299,8 @@ class Simulation {
       l->pp_steps.push_back(plan.step);
     } else {
       if (l->first_token_step < 0) return "decode row before the first token";
-      if (row.n_tokens != 1 || row.pos != a.n_prompt + l->n_generated - 1) return "decode pos wrong";
+      if (row.n_tokens != 1 || row.pos != a.n_prompt + l->n_generated - 1 - l->n_shifted) return "decode pos wrong";
+      if (a.shift_ctx > 0 && row.pos + 1 >= a.shift_ctx) return "a decode row past the shifted context";
       if (a.max_new != kNoLimit && l->n_generated >= a.max_new) return "decoding past max_new";
       tokens.push_back(last_token(*l));
       ++l->n_generated;
@@ -298,6 +326,8 @@ class Simulation {
   std::vector<Arrival> arrivals_;
   std::vector<Life> lives_;  // parallel to arrivals_
   kv::BlockManager blocks_;
+  std::vector<kv::RowMove> moves_;  // scratch: the shifts' moves, taken each step
+  std::vector<int32_t> move_rounds_;
   PagedKvRoom room_;
   Scheduler sched_;
   std::vector<RequestId> slot_life_;  // [n_slots] request the executor holds there

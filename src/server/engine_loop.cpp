@@ -85,9 +85,7 @@ std::shared_ptr<RequestHandle> EngineLoop::submit(GenerationRequest request) {
     if (t < 0 || t >= tokenizer_.n_vocab()) fail("prompt token id {} is outside the vocabulary", t);
   }
   request.sampling.validate();
-  const int room = std::max(1, n_ctx_slot_ - n_prompt);
-  sched::RequestSpec spec{n_prompt, request.max_tokens < 0 ? room : std::min(request.max_tokens, room),
-                          request.embedding};
+  const sched::RequestSpec spec = spec_of(request);
   std::lock_guard<std::mutex> lock(mutex_);
   // Submit under the lock so that the engine thread finds the request in
   // pending_ when the scheduler admits it.
@@ -96,6 +94,23 @@ std::shared_ptr<RequestHandle> EngineLoop::submit(GenerationRequest request) {
   pending_.emplace(id, Pending{handle, std::move(request), Clock::now()});
   ++totals_.requests_total;
   return handle;
+}
+
+// Without a context shift the generation ends where the slot's context is
+// full; with one it goes on, and the shift keeps llama-server's n_keep (a
+// BOS counted beside it), at most all but 4 positions.
+sched::RequestSpec EngineLoop::spec_of(const GenerationRequest& request) const {
+  const int n_prompt = static_cast<int>(request.prompt.size());
+  const int room = std::max(1, n_ctx_slot_ - n_prompt);
+  sched::RequestSpec spec{n_prompt, request.max_tokens < 0 ? room : std::min(request.max_tokens, room),
+                          request.embedding, {}};
+  if (!options_.context_shift || request.embedding || n_ctx_slot_ < 8) return spec;
+  spec.max_new_tokens = request.max_tokens < 0 ? sched::kNoLimit : request.max_tokens;
+  int keep = request.n_keep.value_or(options_.n_keep);
+  if (keep < 0) keep = n_prompt;
+  if (tokenizer_.vocab().add_bos()) keep += 1;
+  spec.shift = {n_ctx_slot_, std::min(keep, n_ctx_slot_ - 4), request.n_discard};
+  return spec;
 }
 
 std::span<const int32_t> EngineLoop::prompt_of(sched::RequestId id) const {
@@ -115,6 +130,7 @@ void EngineLoop::run() {
     const sched::BatchPlan& plan = scheduler_.plan();
     apply_endings(plan);
     apply_admissions(plan);
+    for (const sched::SlotRef& r : plan.shifted) slots_[static_cast<size_t>(r.slot)]->shifted = true;
     if (trace_) {
       trace_->record(plan, scheduler_.counters());
       trace_file_.flush();  // readers follow the trace while the server runs
@@ -504,6 +520,8 @@ void EngineLoop::finish(SlotState& s, engine::FinishReason reason, const std::st
   ev.finish = reason;
   ev.error = error;
   ev.stop_word = s.stream.matched_stop();
+  ev.truncated = s.shifted || (reason == engine::FinishReason::length &&
+                               static_cast<int>(s.request.prompt.size()) + s.stream.n_generated() >= n_ctx_slot_);
   std::string rest = s.stream.flush();
   if (!rest.empty()) {
     GeneratedToken t;

@@ -62,6 +62,11 @@ struct EngineOptions {
   // share, instead of -c / slots; a request that finds no room left ends
   // with a "context size has been exceeded" error, as llama-server's.
   bool kv_unified = false;
+  // --context-shift: a generation that fills its slot's context drops half
+  // of it after the kept tokens (--keep, or the request's n_keep) and goes
+  // on (sched::ContextShift); off, it ends with "length", as llama-server.
+  bool context_shift = false;
+  int n_keep = 0;  // --keep: -1 keeps the whole prompt
   // A pause after every step with work (COHORT_STEP_DELAY_MS; 0: none). For
   // tests only: a GPU runs a tiny model's step in about a millisecond, faster
   // than the serving tests' polls of the batch trace, so they pace it to the
@@ -122,6 +127,7 @@ class EngineLoop final : public GenerationService {
   void report_progress(const SlotState& s, int processed);
   std::string end_message(sched::EndReason reason) const;
   std::span<const int32_t> prompt_of(sched::RequestId id) const;
+  sched::RequestSpec spec_of(const GenerationRequest& request) const;
 
   const model::Model& model_;
   const tokenizer::Tokenizer& tokenizer_;

@@ -35,6 +35,11 @@ struct GenerationRequest {
   bool cache_prompt = true;           // reuse a cached prefix of the prompt
   bool ignore_eos = false;
   bool return_progress = false;       // progress events while the prompt is computed
+  // With --context-shift: the leading prompt tokens a shift keeps (-1: the
+  // whole prompt; unset: the server's --keep), a BOS counted beside them as
+  // llama-server does; and how many positions a shift drops (0: half).
+  std::optional<int> n_keep;
+  int n_discard = 0;
   // An embedding: the prompt is prefilled and nothing is generated (no
   // sampling; the fields above are unused); the final event carries the
   // final hidden states of the prompt rows `pooling` reads. The prompt may
@@ -78,6 +83,7 @@ struct GenerationEvent {
   engine::FinishReason finish = engine::FinishReason::none;  // when done
   std::string error;                  // when done and the request failed (engine-side)
   std::string stop_word;              // when done by a stop string: the one that matched
+  bool truncated = false;             // when done: the context filled (shifted, or ended by it)
   Usage usage;                        // filled when done
   // When done, an embedding request: [n_rows, n_embd] hidden states after
   // the output norm, the rows engine::pooling_reads_row chose, in order.

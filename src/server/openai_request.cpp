@@ -186,6 +186,8 @@ ParsedRequest read_common(const Json& body, const PromptContext& ctx, Endpoint e
   g.cache_prompt = read_bool(body, "cache_prompt").value_or(true);
   g.ignore_eos = read_bool(body, "ignore_eos").value_or(false);
   g.return_progress = p.response.stream && read_bool(body, "return_progress").value_or(false);
+  if (auto k = read_int(body, "n_keep", -1, kIntMax)) g.n_keep = static_cast<int>(*k);
+  g.n_discard = static_cast<int>(read_int(body, "n_discard", 0, kIntMax).value_or(0));
   g.sampling.grammar = read_structured_output(body, ctx.grammars);
   // Under a grammar the end of generation comes exactly where the grammar
   // is complete (it allows nothing else there): ignore_eos does not apply.

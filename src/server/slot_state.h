@@ -32,6 +32,7 @@ struct SlotState {
   std::vector<float> hidden;        // an embedding's hidden-state rows so far [n, n_embd]
   int n_cached = 0;
   bool done = false;                // the final event was pushed
+  bool shifted = false;             // its context was shifted (--context-shift)
   Clock::time_point submitted, first_step, first_token, last_token_time;
   Clock::time_point previous_token_time;  // of the token before the last one (the phase view's gap)
   bool started = false;             // first_step set

@@ -10,9 +10,10 @@
 // unchanged; those that select what cohort always does are no-ops, each
 // saying so in its help: --offline (nothing is ever downloaded),
 // --jinja/--no-jinja (see below), -fa (attention is always fused),
-// --backend-sampling (tokens are always sampled on the host),
-// --context-shift (no shift: a generation that fills the context ends with
-// finish "length"). --kv-unified gives each slot the whole context (-c) of
+// --backend-sampling (tokens are always sampled on the host).
+// --context-shift lets a generation that fills its slot's context go on by
+// dropping half of it after the first --keep tokens, as llama-server's
+// (without it, the generation ends with finish "length"). --kv-unified gives each slot the whole context (-c) of
 // the cache the slots always share, instead of -c / -np, as llama-server's.
 // --verbose makes answers carry llama-server's __verbose object (its
 // logging is not copied).
@@ -58,6 +59,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -118,7 +120,9 @@ struct ServeOptions {
   std::string pooling;                     // --pooling none|mean|cls|last ("": the file's, else mean)
   std::string reasoning = "auto";          // --reasoning on|off|auto
   // Accepted for llama-server's command lines; they change nothing (see the top).
-  bool offline = false, jinja = true, context_shift = false, backend_sampling = false;
+  bool offline = false, jinja = true, backend_sampling = false;
+  bool context_shift = false;              // --context-shift
+  int keep = 0;                            // --keep: prompt tokens a context shift keeps (-1: all)
   bool kv_unified = false;                 // --kv-unified: a slot's context is all of -c
   bool verbose = false;                    // -v: answers carry __verbose
   std::string flash_attn;                  // -fa on|off|auto
@@ -163,6 +167,8 @@ std::unique_ptr<server::GenerationService> make_service(const ServeOptions& o) {
   e.scheduler.tg_quantum = o.tg_quantum;
   e.trace_path = o.trace_batches;
   e.kv_unified = o.kv_unified;
+  e.context_shift = o.context_shift;
+  e.n_keep = o.keep;
   if (const char* best = std::getenv("COHORT_BEST_LOGITS")) e.best_logits = std::string(best) != "0";
   if (const char* delay = std::getenv("COHORT_STEP_DELAY_MS")) {
     const int ms = std::atoi(delay);
@@ -468,8 +474,12 @@ void register_serve(CLI::App& app) {
                 "a slot's context is the whole -c (the cache the slots share), not -c / -np; a request that "
                 "finds it full ends with \"context size has been exceeded\"");
   cmd->add_flag("--context-shift,!--no-context-shift", o->context_shift,
-                "accepted for llama-server compatibility; the context never shifts: a generation that fills it "
-                "ends with finish_reason \"length\"");
+                "a generation that fills its slot's context drops half of it after the first --keep tokens and "
+                "goes on (default off: it ends with finish_reason \"length\")");
+  cmd->add_option("--keep", o->keep,
+                  "prompt tokens a context shift keeps, besides a BOS (default 0, -1 = the whole prompt); a "
+                  "request's n_keep overrides it")
+      ->check(CLI::Range(-1, std::numeric_limits<int>::max()));
   cmd->add_flag("-v,--verbose", o->verbose,
                 "answers carry llama-server's __verbose object (the prompt as sent...); logging is unchanged");
   add_sampling_flags(cmd, o->sampling);

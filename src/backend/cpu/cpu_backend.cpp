@@ -42,6 +42,7 @@ CpuBackend::CpuBackend(const backend::BackendOptions& options, const backend::Ba
   // with, so a scratch sized for them fits every matrix of the model.
   const WeightView widest{gguf::TensorType::F16, nullptr, limits.max_row, 1, 0};
   activations_.resize(matmul_fast_scratch_bytes(widest, limits.n_max_tok));
+  moved_k_.resize(static_cast<size_t>(limits.kv.row_elements()));
 }
 
 backend::MemoryUse CpuBackend::memory() const {
@@ -102,7 +103,32 @@ void CpuBackend::rope(const backend::RopeParams& p, TensorView x, int64_t n_head
 }
 
 void CpuBackend::begin_step(const backend::StepInput& in) {
+  move_kv_rows(in);
   for (const kv::BlockCopy& copy : in.kv_copies) kv_.copy_rows(copy);
+}
+
+// A context shift's moves (kv::RowMove): a key is read in the cache's type,
+// rotated by the move's delta with the forward's rope op (a rotation by
+// position delta), and stored again; values are copied. In move order, which
+// keeps the rounds' order.
+void CpuBackend::move_kv_rows(const backend::StepInput& in) {
+  if (in.kv_moves.empty()) return;
+  const kv::KvCacheShape& shape = kv_.shape();
+  const int64_t n = shape.row_elements();
+  const int bs = shape.block_size;
+  for (int layer = 0; layer < shape.n_layer; ++layer) {
+    for (const kv::RowMove& mv : in.kv_moves) {
+      const kv::Slot src{mv.src / bs, mv.src % bs}, dst{mv.dst / bs, mv.dst % bs};
+      if (mv.delta == 0) {
+        std::memcpy(kv_.k(layer, dst), kv_.k(layer, src), shape.k_row_bytes());
+      } else {
+        quant::dequantize(shape.type_k, kv_.k(layer, src), moved_k_.data(), n);
+        cpu::rope(*in.kv_rope, numerics(), moved_k_.data(), &mv.delta, 1, shape.n_head_kv, shape.head_dim);
+        quant::quantize(shape.type_k, moved_k_.data(), kv_.k(layer, dst), n);
+      }
+      std::memcpy(kv_.v(layer, dst), kv_.v(layer, src), shape.v_row_bytes());
+    }
+  }
 }
 
 void CpuBackend::store_kv(int layer, ConstTensorView k, ConstTensorView v,

@@ -48,6 +48,7 @@ class CpuBackend final : public backend::Backend {
 
  private:
   Numerics numerics() const { return exact_ ? Numerics::exact : Numerics::llama; }
+  void move_kv_rows(const backend::StepInput& in);
   void attend_head(int layer, std::span<const int32_t> table, int n_pos, const float* q,
                    int64_t kv_head, int n_lanes, float* scores, float* lanes, float* out) const;
 
@@ -58,6 +59,7 @@ class CpuBackend final : public backend::Backend {
   int64_t head_dim_;
   std::vector<float> scores_;         // [n_threads, n_max_ctx] attention weights of one head
   std::vector<float> lanes_;          // [n_threads, kWideLanes + 1, head_dim] attention output lanes and a V row
+  std::vector<float> moved_k_;        // [n_head_kv * head_dim] a key row a context shift rotates
   size_t allocated_ = 0;              // bytes handed out by alloc()
   std::vector<uint8_t> activations_;  // [n_max_tok, largest matmul input] quantized inputs (fast path)
 };
