@@ -13,6 +13,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/dequantize.h"
 #include "backend/cuda/elementwise.h"
+#include "backend/cuda/kv_move.h"
 #include "backend/cuda/matvec.h"
 #include "backend/cuda/matvec_q8.h"
 #include "backend/cuda/mmd.h"
@@ -305,6 +306,31 @@ void CudaBackend::copy_kv_rows(const kv::BlockCopy& c) {
   }
 }
 
+// A context shift's moves (StepInput::kv_moves), a launch per round. The
+// moves are copied up first; the buffer grows (outside any capture) when a
+// step has more of them than any before.
+void CudaBackend::move_kv_rows(const backend::StepInput& in) {
+  if (in.kv_moves.empty()) return;
+  if (moves_.size() < in.kv_moves.size()) moves_ = DeviceBuffer<kv::RowMove>(in.kv_moves.size());
+  CUDA_CHECK(cudaMemcpyAsync(moves_.data(), in.kv_moves.data(), in.kv_moves.size_bytes(), cudaMemcpyHostToDevice,
+                             stream_));
+  const kv::KvCacheShape& s = limits_.kv;
+  KvArrays c;
+  c.base = kv_.data();
+  c.elements = kv_layer_elements();
+  c.array_bytes = kv_array_bytes(kv_type_, c.elements);
+  c.n_layer = s.n_layer;
+  c.n_head_kv = s.n_head_kv;
+  c.head_dim = s.head_dim;
+  c.type = kv_type_;
+  const kernels::RopeArgs rope = kernels::rope_args(rope_config(*in.kv_rope), s.head_dim);
+  int32_t begin = 0;
+  for (const int32_t end : in.kv_move_rounds) {
+    cuda::move_kv_rows(c, rope, moves_.data() + begin, end - begin, stream_);
+    begin = end;
+  }
+}
+
 KvCacheView CudaBackend::kv_layer(int layer) {
   const kv::KvCacheShape& s = limits_.kv;
   const size_t n = kv_layer_elements(), array = kv_array_bytes(kv_type_, n);
@@ -329,7 +355,8 @@ void CudaBackend::begin_step(const backend::StepInput& in) {
   flush_ropes();
   flush_add();  // the last add of a step without logits
   invalidate_quantized();
-  for (const kv::BlockCopy& c : in.kv_copies) copy_kv_rows(c);  // eagerly, before a capture begins
+  move_kv_rows(in);  // eagerly, before a capture begins; before the copies (kv::BlockManager)
+  for (const kv::BlockCopy& c : in.kv_copies) copy_kv_rows(c);
   step_.upload(in, stream_);
   best_k_ = in.best_k;
   masks_.upload(in.best_k > 0 ? in.token_masks : std::span<const uint32_t>(), stream_);
@@ -543,11 +570,7 @@ void CudaBackend::silu_mul(ConstTensorView gate, ConstTensorView up, TensorView 
   if (xq != nullptr) quantized_as(y);
 }
 
-void CudaBackend::rope(const backend::RopeParams& p, TensorView x, int64_t n_heads, const backend::StepInput& in) {
-  if (replaying()) return;
-  flush_matvecs();  // begin_op(), keeping a waiting rotation
-  invalidate_quantized();
-  flush_add();
+RopeConfig CudaBackend::rope_config(const backend::RopeParams& p) {
   RopeConfig c;
   c.n_rot = p.n_rot;
   c.freq_base = p.freq_base;
@@ -561,6 +584,15 @@ void CudaBackend::rope(const backend::RopeParams& p, TensorView x, int64_t n_hea
   c.beta_fast = p.beta_fast;
   c.beta_slow = p.beta_slow;
   c.n_ctx_orig = p.n_ctx_orig;
+  return c;
+}
+
+void CudaBackend::rope(const backend::RopeParams& p, TensorView x, int64_t n_heads, const backend::StepInput& in) {
+  if (replaying()) return;
+  flush_matvecs();  // begin_op(), keeping a waiting rotation
+  invalidate_quantized();
+  flush_add();
+  const RopeConfig c = rope_config(p);
   const PendingRope r{c, bf16(x, "rope"), x.n_cols, n_heads, x.n_cols / n_heads, x.n_rows, step_.device(in.positions)};
   const bool joins = n_ropes_ == 1 && ropes_[0].config == r.config && ropes_[0].positions == r.positions &&
                      ropes_[0].n_tok == r.n_tok;

@@ -130,6 +130,8 @@ class CudaBackend final : public backend::Backend {
   const float* f32_on_device(backend::ConstTensorView v);
   size_t kv_layer_elements() const;  // of K (or V) in one layer
   void copy_kv_rows(const kv::BlockCopy& c);
+  void move_kv_rows(const backend::StepInput& in);
+  RopeConfig rope_config(const backend::RopeParams& p);
   KvCacheView kv_layer(int layer);
   void load_shards(std::span<const backend::ConstTensorView> shards);
   void require_weight_room(size_t bytes) const;
@@ -195,6 +197,7 @@ class CudaBackend final : public backend::Backend {
   std::unordered_map<const void*, DeviceBuffer<float>> vectors_;
   DeviceBuffer<uint8_t> kv_;  // [n_layer][K, V]: kv_array_bytes(type, n_blocks * block * n_head_kv * head_dim) each
   KvType kv_type_ = KvType::kF16;
+  DeviceBuffer<kv::RowMove> moves_;    // a step's context-shift moves (grown when a step has more)
   StepBuffers step_;
   DeviceBuffer<float> logits_;          // [n_max_tok, max_out] before the copy to the host
   LogitsCopy logits_copy_;

@@ -220,6 +220,64 @@ TEST(CudaForwardKvCache, Bf16AndQ8_0MatchTheCpuReference) {
   }
 }
 
+// Two sequences prefill and decode, then both shift their context (as
+// --context-shift does: sequence 0 keeps 3 positions and drops 29, sequence
+// 1 keeps none and drops 5, so the moves run in one round and in several,
+// in place and, for sequence 1, in blocks it shared with sequence 0's
+// prompt) and decode on at the lower positions.
+LogitRun shifted(const model::Model& m, const std::string& device, const std::vector<int32_t>& a,
+                 const std::string& kv_type) {
+  engine::DecoderOptions o;
+  o.cache_type_k = kv_type;
+  o.cache_type_v = kv_type;
+  o.n_ctx = 512;
+  o.n_batch = 256;
+  o.device = device;
+  o.exact = device == "cpu";
+  engine::Decoder dec(m, o);
+  const int n_prompt = kPrefillA, n_before = 8;
+  LogitRun r;
+  r.n_vocab = dec.n_vocab();
+  engine::Batch batch;
+  dec.blocks().allocate(0, std::span(a).first(n_prompt));
+  for (int i = 0; i < n_prompt; ++i) batch.add(a[i], i, 0, true);
+  append(r, dec.decode(batch));
+  const int shared = dec.blocks().allocate(1, std::span(a).first(n_prompt));  // 0's full blocks
+  EXPECT_EQ(shared, 32);
+  batch.clear();
+  for (int i = shared; i < n_prompt; ++i) batch.add(a[i], i, 1, true);
+  append(r, dec.decode(batch));
+  int pos[2] = {n_prompt, n_prompt};
+  auto step = [&](int s) {
+    batch.clear();
+    for (int q = 0; q < 2; ++q) {
+      dec.reserve(q, pos[q] + 1);
+      batch.add(a[n_prompt + s], pos[q]++, q, true);
+    }
+    append(r, dec.decode(batch));
+  };
+  for (int s = 0; s < n_before; ++s) step(s);
+  dec.blocks().shift(0, 3, 29);
+  dec.blocks().shift(1, 0, 5);
+  pos[0] -= 29;
+  pos[1] -= 5;
+  for (int s = n_before; s < kDecodeSteps; ++s) step(s);
+  return r;
+}
+
+TEST(CudaForwardKvCache, ContextShiftMatchesTheCpuReference) {
+  COHORT_REQUIRE_CUDA_DEVICE();
+  for (const char* kv : {"f16", "bf16", "q8_0"}) {
+    for (const model::Family family : {model::Family::llama, model::Family::qwen3}) {
+      const std::string name = fmt::format("{}-q4_K -ctk {} shifted", model::family_name(family), kv);
+      const auto m = random_model("tiny", family, gguf::TensorType::Q4_K);
+      std::mt19937 rng(11);
+      const std::vector<int32_t> a = random_tokens(kPrefillA + kDecodeSteps, m->hparams().n_vocab, rng);
+      expect_agreement("forward ", name, shifted(*m, "cpu", a, kv), shifted(*m, "cuda0", a, kv));
+    }
+  }
+}
+
 // Tensor parallelism with the ranks sharing one GPU (-sm tensor -dev
 // cuda0,cuda0[,cuda0]): each rank holds its packed shards and its part of the
 // KV cache and reduces through device memory (-ar p2p, decode steps graphed)
