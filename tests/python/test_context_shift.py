@@ -5,8 +5,11 @@ it fills. llama.cpp, driven through llama-cpp-python's memory API with the
 shifts llama-server makes (seq_rm of the dropped positions, seq_add of -n
 to the rest: its keys rotated back), is teacher-forced along cohort's
 tokens, shift for shift, and must rate each of cohort's tokens its best one
-or within a near-tie of it. A shift that moved the wrong rows, or did not
-rotate the keys, leaves cohort's continuation far from llama.cpp's view."""
+or within a near-tie of it. Over the 160 tokens of a prompt the largest gap
+with F32 caches was 0.46 on an AVX2 machine (cohort and llama.cpp summing in
+different orders there); a shift that leaves the keys unrotated gives gaps
+of 2 to 8 after its first shift. A shift that moved the wrong rows, or did
+not rotate the keys, leaves cohort's continuation far from llama.cpp's view."""
 import json
 import urllib.request
 
@@ -18,7 +21,7 @@ from conftest import serving
 
 N_CTX = 64          # a slot's context
 N_PREDICT = 160     # about six shifts
-NEAR_TIE = 0.5      # logits
+NEAR_TIE = 1.0      # logits (the module docstring says why)
 PROMPTS = [
     "Once upon a time, in a small village at the edge of a great forest, there lived",
     "The history of the printing press begins with",
@@ -65,7 +68,7 @@ def teacher_forced(llm, prompt, tokens, n_keep, eog):
 
 @pytest.mark.parametrize("keep", [0, 8])
 def test_greedy_generation_past_the_context_agrees_with_llama_cpp(tmp_path, cohort_bin, default_model, keep):
-    llm = llama_cpp.Llama(model_path=str(default_model), n_ctx=256, verbose=False, n_threads=2,
+    llm = llama_cpp.Llama(model_path=str(default_model), n_ctx=N_CTX, verbose=False, n_threads=2,
                           logits_all=True, type_k=0, type_v=0)
     vocab = llm._model.vocab
     eog = [t for t in range(llm.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, t)]
