@@ -53,6 +53,7 @@ release_lane() {
   stage "llama.cpp comparisons against AVX2 llama.cpp" env PYTHONPATH="$LLAMA_AVX2" \
     python3 -m pytest -q -s tests/python/test_forward_reference.py \
     tests/python/test_generation_reference.py tests/python/test_perplexity.py
+  stage "llama.cpp's server tests" scripts/llama_server_suite.sh
 }
 
 build_asan() {

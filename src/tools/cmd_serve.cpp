@@ -19,7 +19,7 @@
 // logging is not copied).
 // --no-slots turns /slots and /v1/phase-events off, and /metrics is off
 // unless --metrics (they answer 501 when off, as llama-server).
-// --no-webui: no page at / (404), as llama-server's flag. --chat-template-file /
+// --no-webui (--no-ui): no page at / (404), as llama-server's flags. --chat-template-file /
 // --chat-template replace the GGUF's template.
 //
 // Embeddings: --embedding / --embeddings turn the embedding routes on (off,
@@ -451,7 +451,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--pooling", o->pooling,
                   "embeddings: none, mean, cls or last (default: the file's pooling type, else mean)");
   cmd->add_flag("--slots,!--no-slots", o->slots, "GET /slots (default: on; off: it answers 501)");
-  cmd->add_flag("--webui,!--no-webui", o->webui,
+  cmd->add_flag("--webui,--ui,!--no-webui,!--no-ui", o->webui,
                 "the chat page with its phase view at / (default: on; off: / answers 404)");
   cmd->add_option("--chat-template-file", o->chat_template_file,
                   "Jinja chat template read from FILE, used instead of the model's");
