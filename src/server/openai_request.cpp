@@ -405,6 +405,15 @@ ParsedRequest parse_chat_request(std::string_view body_text, const PromptContext
   p.generation.prompt = chat_prompt_tokens(normalized, ctx.chat_template, *ctx.tokenizer,
                                            template_variables(ctx.template_defaults, kwargs), ending);
   check_prompt_fits(p.generation.prompt, ctx, "messages");
+  p.response.reasoning = ctx.reasoning_format;
+  if (const auto name = read_string(body, "reasoning_format")) {
+    const auto format = parse_reasoning_format(*name);
+    if (!format) reject_field("reasoning_format", fmt::format("is '{}'; want {}", *name, kReasoningFormats));
+    p.response.reasoning = *format;
+  }
+  const size_t tail = std::min<size_t>(p.generation.prompt.size(), 8);
+  p.response.thinking_open = opens_thinking(
+      ctx.tokenizer->decode(std::span(p.generation.prompt).last(tail), true));
   return p;
 }
 

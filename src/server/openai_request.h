@@ -35,6 +35,7 @@
 #include "engine/grammar.h"
 #include "engine/sampler.h"
 #include "server/generation.h"
+#include "server/reasoning.h"
 #include "server/request_error.h"
 #include "server/request_fields.h"
 #include "tokenizer/tokenizer.h"
@@ -53,6 +54,8 @@ struct ResponseOptions {
   bool post_sampling_probs = false;          // native: probabilities ("prob", "top_probs"), not logprobs
   std::vector<std::string> response_fields;  // native: only these fields ("a/b": nested) in the answer
   bool verbose = false;  // "verbose": a whole answer carries llama-server's "__verbose" object
+  ReasoningFormat reasoning = ReasoningFormat::none;  // chat: "reasoning_format", else the server's
+  bool thinking_open = false;                         // chat: the prompt opens a think block
 };
 
 struct ParsedRequest {
@@ -76,6 +79,8 @@ struct PromptContext {
   // --verbose: answers carry llama-server's "__verbose" object unless the
   // request's "verbose" field is false (as llama-server's -v).
   bool verbose = false;
+  // --reasoning-format: how chat answers give a leading think block.
+  ReasoningFormat reasoning_format = ReasoningFormat::deepseek;
 };
 
 // The template variables of a chat prompt: `defaults`, then the request's

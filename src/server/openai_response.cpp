@@ -117,7 +117,10 @@ Usage combined_usage(const std::vector<Usage>& choices) {
 }
 
 ResponseBuilder::ResponseBuilder(ResponseMeta meta, TokenText token_text, int index)
-    : meta_(std::move(meta)), token_text_(std::move(token_text)), index_(index) {}
+    : meta_(std::move(meta)),
+      split_(meta_.endpoint == Endpoint::chat ? meta_.reasoning : ReasoningFormat::none, meta_.thinking_open),
+      token_text_(std::move(token_text)),
+      index_(index) {}
 
 Json ResponseBuilder::envelope(bool chunk) const {
   const bool chat = meta_.endpoint == Endpoint::chat;
@@ -129,17 +132,21 @@ Json ResponseBuilder::envelope(bool chunk) const {
   return j;
 }
 
-Json ResponseBuilder::choice(const std::string& text, const Json& logprobs, engine::FinishReason reason,
+Json ResponseBuilder::choice(const ReasoningParts& text, const Json& logprobs, engine::FinishReason reason,
                              bool chunk, bool first_delta) const {
   Json c = {{"index", index_}};
   if (meta_.endpoint == Endpoint::completions) {
-    c["text"] = text;
+    c["text"] = text.content;
   } else if (!chunk) {
-    c["message"] = {{"role", "assistant"}, {"content", text}};
+    c["message"] = {{"role", "assistant"}, {"content", text.content}};
+    if (!text.reasoning.empty()) c["message"]["reasoning_content"] = text.reasoning;
   } else if (first_delta) {  // content null, as llama-server sends it
     c["delta"] = {{"role", "assistant"}, {"content", nullptr}};
   } else {
-    c["delta"] = reason == engine::FinishReason::none ? Json{{"content", text}} : Json::object();
+    Json delta = Json::object();
+    if (reason == engine::FinishReason::none || !text.content.empty()) delta["content"] = text.content;
+    if (!text.reasoning.empty()) delta["reasoning_content"] = text.reasoning;
+    c["delta"] = std::move(delta);
   }
   c["logprobs"] = logprobs;
   c["finish_reason"] = finish_value(reason);
@@ -180,7 +187,7 @@ Json ResponseBuilder::logprobs_json(const std::vector<GeneratedToken>& tokens) {
 
 Json ResponseBuilder::role_chunk() const {
   Json j = envelope(true);
-  j["choices"] = Json::array({choice("", nullptr, engine::FinishReason::none, true, true)});
+  j["choices"] = Json::array({choice({}, nullptr, engine::FinishReason::none, true, true)});
   if (meta_.include_usage) j["usage"] = nullptr;
   return j;
 }
@@ -195,15 +202,15 @@ Json ResponseBuilder::progress_chunk(const PromptProgress& progress) const {
 Json ResponseBuilder::delta_chunk(const std::vector<GeneratedToken>& tokens) {
   Json j = envelope(true);
   const Json lp = logprobs_json(tokens);
-  j["choices"] = Json::array({choice(joined_text(tokens), lp, engine::FinishReason::none, true, false)});
+  j["choices"] = Json::array({choice(split_.push(joined_text(tokens)), lp, engine::FinishReason::none, true, false)});
   if (meta_.include_usage) j["usage"] = nullptr;
   return j;
 }
 
-Json ResponseBuilder::finish_chunk(engine::FinishReason reason, const Usage& usage) const {
+Json ResponseBuilder::finish_chunk(engine::FinishReason reason, const Usage& usage) {
   Json j = envelope(true);
   const engine::FinishReason r = reason == engine::FinishReason::none ? engine::FinishReason::stop : reason;
-  j["choices"] = Json::array({choice("", nullptr, r, true, false)});
+  j["choices"] = Json::array({choice(split_.flush(), nullptr, r, true, false)});
   if (meta_.include_usage) {
     j["usage"] = nullptr;  // the usage chunk that follows carries the timings
   } else {
@@ -234,12 +241,17 @@ Json ResponseBuilder::full_response(const std::vector<GeneratedToken>& tokens, e
   Json j = envelope(false);
   const Json lp = logprobs_json(tokens);
   const engine::FinishReason r = reason == engine::FinishReason::none ? engine::FinishReason::stop : reason;
-  j["choices"] = Json::array({choice(joined_text(tokens), lp, r, false, false)});
+  const std::string text = joined_text(tokens);
+  ReasoningParts parts = split_.push(text);
+  const ReasoningParts rest = split_.flush();
+  parts.reasoning += rest.reasoning;
+  parts.content += rest.content;
+  j["choices"] = Json::array({choice(parts, lp, r, false, false)});
   j["usage"] = usage_json(usage);
   j["timings"] = timings_json(usage);
   if (meta_.verbose_prompt) {
     j["__verbose"] = {{"prompt", *meta_.verbose_prompt},
-                      {"content", joined_text(tokens)},
+                      {"content", text},
                       {"tokens_evaluated", usage.prompt_tokens},
                       {"tokens_predicted", usage.completion_tokens},
                       {"stop_type", stop_type_name(r)}};

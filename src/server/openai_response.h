@@ -32,6 +32,7 @@
 #include "engine/stop.h"
 #include "server/generation.h"
 #include "server/openai_request.h"
+#include "server/reasoning.h"
 
 namespace cohort::server {
 
@@ -48,6 +49,9 @@ struct ResponseMeta {
   // "__verbose": {"prompt": this text, "content", "tokens_evaluated",
   // "tokens_predicted", "stop_type"}.
   std::optional<std::string> verbose_prompt;
+  // Chat: the leading think block as "reasoning_content" (server/reasoning.h).
+  ReasoningFormat reasoning = ReasoningFormat::none;
+  bool thinking_open = false;  // the prompt opens the block
 };
 
 // The bytes of a token (for logprobs), e.g. Tokenizer::token_to_piece.
@@ -97,7 +101,8 @@ class ResponseBuilder {
   Json delta_chunk(const std::vector<GeneratedToken>& tokens);
   // Streaming: the chunk with finish_reason and an empty delta / text; it
   // carries llama-server's "timings" (queue wait included), as its last chunk does.
-  Json finish_chunk(engine::FinishReason reason, const Usage& usage) const;
+  // Text a stream held back (reasoning.h) goes out in its delta.
+  Json finish_chunk(engine::FinishReason reason, const Usage& usage);
   // Streaming, include_usage: the last chunk, empty choices and usage.
   Json usage_chunk(const Usage& usage) const;
   // Streaming, return_progress: the role chunk (chat) or an empty text
@@ -112,13 +117,14 @@ class ResponseBuilder {
 
  private:
   Json envelope(bool chunk) const;
-  Json choice(const std::string& text, const Json& logprobs, engine::FinishReason reason,
+  Json choice(const ReasoningParts& text, const Json& logprobs, engine::FinishReason reason,
               bool chunk, bool first_delta) const;
   // Logprobs of `tokens`, advancing the running text offset; null when off.
   Json logprobs_json(const std::vector<GeneratedToken>& tokens);
   Json chat_logprob_entry(int32_t id, float logprob) const;
 
   ResponseMeta meta_;
+  ReasoningSplit split_;     // the answer's text between content and reasoning_content
   TokenText token_text_;
   int index_ = 0;            // the choice's "index"
   int64_t text_offset_ = 0;  // characters generated before the next token

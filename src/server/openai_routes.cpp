@@ -43,6 +43,8 @@ void generate(Exchange& exchange, ServedModel& model, Endpoint endpoint) {
   meta.system_fingerprint = build_info();
   meta.logprobs = parsed.response.logprobs;
   meta.include_usage = parsed.response.include_usage;
+  meta.reasoning = parsed.response.reasoning;
+  meta.thinking_open = parsed.response.thinking_open;
   if (parsed.response.verbose) meta.verbose_prompt = tokens_text(model.tokenizer, parsed.generation.prompt);
   std::vector<Choice> choices;
   try {

@@ -13,6 +13,7 @@ PromptContext ServedModel::prompt_context() const {
   ctx.max_choices = n_slots;
   ctx.template_defaults = template_defaults;
   ctx.verbose = verbose;
+  ctx.reasoning_format = reasoning_format;
   return ctx;
 }
 

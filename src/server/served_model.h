@@ -22,6 +22,7 @@
 #include "engine/sampler.h"
 #include "server/generation.h"
 #include "server/openai_request.h"
+#include "server/reasoning.h"
 #include "tokenizer/tokenizer.h"
 
 namespace cohort::server {
@@ -52,6 +53,7 @@ struct ServedModel {
   bool slots_endpoint = true;       // --no-slots: GET /slots answers 501
   bool metrics_endpoint = false;    // --metrics: GET /metrics answers (else 501)
   bool verbose = false;             // --verbose: PromptContext::verbose
+  ReasoningFormat reasoning_format = ReasoningFormat::deepseek;  // --reasoning-format
   int n_slots = 1;                  // -np: the most choices (n) of one request
   bool embeddings = false;          // --embeddings: the embedding routes answer (else 501)
   engine::Pooling pooling = engine::Pooling::mean;  // --pooling, or the file's <arch>.pooling_type

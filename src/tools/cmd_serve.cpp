@@ -119,6 +119,7 @@ struct ServeOptions {
   bool embeddings = false;                 // --embedding(s): the embedding routes answer
   std::string pooling;                     // --pooling none|mean|cls|last ("": the file's, else mean)
   std::string reasoning = "auto";          // --reasoning on|off|auto
+  std::string reasoning_format = "auto";   // --reasoning-format none|deepseek|deepseek-legacy|auto
   // Accepted for llama-server's command lines; they change nothing (see the top).
   bool offline = false, jinja = true, backend_sampling = false;
   bool context_shift = false;              // --context-shift
@@ -251,6 +252,7 @@ std::unique_ptr<server::ServedModel> load_model(const ServeOptions& o,
   m->slots_endpoint = o.slots;
   m->metrics_endpoint = o.metrics;
   m->verbose = o.verbose;
+  m->reasoning_format = server::parse_reasoning_format(o.reasoning_format).value();  // checked by its option
   m->n_slots = o.n_parallel;
   // --alias and --tags are comma lists; as llama-server, the model's id is
   // the first alias in sorted order.
@@ -445,6 +447,10 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--ssl-key-file", o->ssl_key_file, "TLS: PEM private key (with --ssl-cert-file)");
   cmd->add_flag("--embedding,--embeddings", o->embeddings,
                 "answer /v1/embeddings, /embedding and /embeddings (off: they answer 501)");
+  cmd->add_option("--reasoning-format", o->reasoning_format,
+                  "chat answers: a leading <think> block as reasoning_content (deepseek; auto, the default), "
+                  "as well as in content (deepseek-legacy), or left in content (none)")
+      ->check(CLI::IsMember({"none", "deepseek", "deepseek-legacy", "auto"}));
   cmd->add_option("--reasoning", o->reasoning,
                   "chat prompts rendered with enable_thinking false (off) or true (on, auto; the default)")
       ->check(CLI::IsMember({"on", "off", "auto"}));
