@@ -15,7 +15,8 @@
 # suite itself); the other 45 are those.
 #   scripts/llama_server_suite.sh [pytest args...]
 # COHORT_BIN picks the binary (default build/bin/cohort); SUITE_FILES a
-# subset of the files below.
+# subset of the files below; COHORT_SUITE_POLICY a phase policy (default:
+# the server's, cohort).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -44,7 +45,7 @@ cp tests/llama_server/model_bound.py "$work/"
 bin=$(readlink -f "${COHORT_BIN:-build/bin/cohort}")
 cat >"$work/llama-server" <<WRAP
 #!/bin/sh
-exec "$bin" serve "\$@"
+exec "$bin" serve ${COHORT_SUITE_POLICY:+--phase-policy $COHORT_SUITE_POLICY} "\$@"
 WRAP
 chmod +x "$work/llama-server"
 

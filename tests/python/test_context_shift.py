@@ -66,14 +66,18 @@ def teacher_forced(llm, prompt, tokens, n_keep, eog):
     return gaps, shifts
 
 
-@pytest.mark.parametrize("keep", [0, 8])
-def test_greedy_generation_past_the_context_agrees_with_llama_cpp(tmp_path, cohort_bin, default_model, keep):
+@pytest.mark.parametrize("keep,ranks", [(0, 1), (8, 1), (0, 2)])
+def test_greedy_generation_past_the_context_agrees_with_llama_cpp(tmp_path, cohort_bin, default_model, keep, ranks):
+    """With two ranks (-sm tensor) each shifts its own KV heads."""
     llm = llama_cpp.Llama(model_path=str(default_model), n_ctx=N_CTX, verbose=False, n_threads=2,
                           logits_all=True, type_k=0, type_v=0)
     vocab = llm._model.vocab
     eog = [t for t in range(llm.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, t)]
     bos = 1 if llama_cpp.llama_vocab_get_add_bos(vocab) else 0
-    args = ["-c", N_CTX, "-np", 1, "--context-shift", "--keep", keep, "-ctk", "f32", "-ctv", "f32", "-t", 2]
+    args = ["-c", N_CTX, "-np", 1, "--context-shift", "--keep", keep, "-ctk", "f32", "-ctv", "f32",
+            "-t", 2 // ranks]
+    if ranks > 1:
+        args += ["-sm", "tensor", "-dev", ",".join(["cpu"] * ranks)]
     report = []
     with serving(cohort_bin, default_model, args, tmp_path) as url:
         for text in PROMPTS:
