@@ -233,6 +233,7 @@ LogitRun shifted(const model::Model& m, const std::string& device, const std::ve
   o.n_ctx = 512;
   o.n_batch = 256;
   o.device = device;
+  o.split_mode = device.find(',') == std::string::npos ? "none" : "tensor";
   o.exact = device == "cpu";
   engine::Decoder dec(m, o);
   const int n_prompt = kPrefillA, n_before = 8;
@@ -273,12 +274,16 @@ TEST(CudaForwardKvCache, ContextShiftMatchesTheCpuReference) {
       const auto m = random_model("tiny", family, gguf::TensorType::Q4_K);
       std::mt19937 rng(11);
       const std::vector<int32_t> a = random_tokens(kPrefillA + kDecodeSteps, m->hparams().n_vocab, rng);
-      const LogitRun ref = shifted(*m, "cpu", a, kv);
-      expect_agreement("forward ", name, ref, shifted(*m, "cuda0", a, kv));
-      // Two ranks sharing the GPU, each moving its own KV heads.
-      if (std::string(kv) == "f16") expect_agreement("forward ", name + ", 2 ranks", ref, shifted(*m, "cuda0,cuda0", a, kv));
+      expect_agreement("forward ", name, shifted(*m, "cpu", a, kv), shifted(*m, "cuda0", a, kv));
     }
   }
+  // Two ranks sharing the GPU, each moving its own KV heads (a model whose
+  // heads split in two).
+  const auto m = random_model("tiny-tp", model::Family::llama, gguf::TensorType::Q4_K, 3072);
+  std::mt19937 rng(13);
+  const std::vector<int32_t> a = random_tokens(kPrefillA + kDecodeSteps, m->hparams().n_vocab, rng);
+  expect_agreement("tensor-parallel", "llama-q4_K -ctk f16 shifted -dev cuda0,cuda0", shifted(*m, "cpu", a, "f16"),
+                   shifted(*m, "cuda0,cuda0", a, "f16"));
 }
 
 // Tensor parallelism with the ranks sharing one GPU (-sm tensor -dev
