@@ -13,6 +13,14 @@ A Poisson mix (vllm's random dataset) is the pseudo-scenario
 `poisson:N:RATE:IN:OUT` (N requests at RATE per second, prompt and output
 lengths uniform within +-50% of IN and OUT tokens, seed 1).
 
+Per request (scenarios of at most 4 requests), the table gives the time to the
+first token and the largest gap between two chunks against the request's median
+gap. With --logprobs every request asks for its tokens' log-probabilities, so
+that a chunk's tokens are counted: a server sends nothing for a token that ends
+inside a UTF-8 character, and the next chunk carries both. The largest gap is
+then also given per token of the chunk that ends it ("per token"), which tells a
+gap the scheduler made from one the text made.
+
 With --llama-server PATH, llama-server runs the same scenarios on the same
 model with the same -np, -c and -b, with continuous batching and with
 --no-cont-batching (rows "llama-server" and "llama-server no-cont"; its own
@@ -71,6 +79,7 @@ def run_one(args, scenario, policy, out_path):
     try:
         wait_ready(f"http://127.0.0.1:{port}", proc)
         cmd = [args.cohort, "bench-serve", "--port", str(port), *workload_flags(scenario),
+               *(["--logprobs"] if args.logprobs else []),
                "--label", policy + args.label_suffix,
                "--save-result", str(out_path), "-o", "md"]
         print("$ " + " ".join(cmd), file=sys.stderr)
@@ -97,6 +106,18 @@ def scenario_name(scenario):
     return text.replace(":", "-") if text.startswith("poisson:") else scenario.stem
 
 
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    return 0.0 if n == 0 else (v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2)
+
+
+def gaps(request):
+    """(gap in ms, tokens of the chunk that ends it) for each pair of chunks."""
+    c, k = request["chunk_s"], request.get("chunk_tokens") or []
+    return [((b - a) * 1e3, k[i + 1] if i + 1 < len(k) else 1) for i, (a, b) in enumerate(zip(c, c[1:]))]
+
+
 def per_request(report):
     if len(report["requests"]) > 4:
         return "-"
@@ -104,8 +125,14 @@ def per_request(report):
     for r in report["requests"]:
         c = r["chunk_s"]
         ttft = (c[0] - r["send_s"]) * 1e3 if c else float("nan")
-        worst = max(((b - a) * 1e3 for a, b in zip(c, c[1:])), default=0.0)
-        parts.append(f"{r['name']}: TTFT {ttft:.0f}, max gap {worst:.0f}")
+        g = gaps(r)
+        med = median([ms / n for ms, n in g])
+        worst = max((ms for ms, _ in g), default=0.0)
+        text = f"{r['name']}: TTFT {ttft:.0f}, max gap {worst:.1f} ({worst / med if med else 0:.2f}x median)"
+        if any(n > 1 for _, n in g):
+            per_token = max((ms / n for ms, n in g), default=0.0)
+            text += f", per token {per_token:.1f} ({per_token / med if med else 0:.2f}x)"
+        parts.append(text)
     return "; ".join(parts)
 
 
@@ -138,6 +165,8 @@ def main():
     ap.add_argument("--label-suffix", default="", help="added to each report's label (the policy)")
     ap.add_argument("--llama-server", help="llama-server binary: also measure it, with and without "
                     "continuous batching")
+    ap.add_argument("--logprobs", action="store_true",
+                    help="requests ask for log-probabilities, so that each chunk's tokens are counted")
     ap.add_argument("--llama-arg", action="append", default=[], help="extra argument for llama-server")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)

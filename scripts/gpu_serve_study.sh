@@ -11,7 +11,9 @@
 # without continuous batching (-ngl 99 -fa on -ub 1024 --cache-ram 0).
 # Markdown tables on stdout; JSON reports and the inter-token-gap plots
 # (itl-<scenario>.png) under ${OUT:-/tmp/cohort-serve}. NO_TG_QUANTUM=1 leaves
-# out the --tg-quantum run, POLICIES picks the policies (default all four).
+# out the --tg-quantum run, POLICIES picks the policies (default all four),
+# LOGPROBS=1 has every request ask for log-probabilities (each chunk's tokens
+# counted: the per-token gaps in the tables).
 # MODEL names the GGUF (default: written here, with Llama 3.1's training
 # context of 131,072: llama-server caps a slot's context at the file's);
 # VOCAB names a GGUF whose tokenizer the written model gets (the default
@@ -32,7 +34,8 @@ if [ ! -f "$model" ]; then
 fi
 scenarios=(bench/scenarios/gpu-long-prompt-mid-decode.json bench/scenarios/gpu-unequal-pair.json
            "poisson:${POISSON:-48:3:512:256}")
-common=(-m "$model" --cohort "$BIN/cohort" -np 4 -c 180000 -b 2048 --serve-arg=-ub --serve-arg=1024)
+common=(-m "$model" --cohort "$BIN/cohort" -np 4 -c 180000 -b 2048 --serve-arg=-ub --serve-arg=1024
+        ${LOGPROBS:+--logprobs})
 llama=()
 if [ -n "${LLAMA_SERVER:-}" ]; then
   llama=(--llama-server "$LLAMA_SERVER" --llama-arg=-ngl --llama-arg=99 --llama-arg=-fa --llama-arg=on

@@ -54,6 +54,7 @@ struct BenchServeOptions {
   int max_concurrency = 0;            // 0 = no limit
   bool ignore_eos = true;
   double temperature = 0;             // < 0: the server's default
+  bool logprobs = false;
   double timeout_s = 600;             // longest silence while reading a response
   std::string response_format;        // a JSON file: every request's response_format
   std::string label;
@@ -103,6 +104,7 @@ Json config_json(const BenchServeOptions& o, const ServeTarget& t, const PromptM
             {"max_concurrency", o.max_concurrency},
             {"ignore_eos", o.ignore_eos},
             {"temperature", o.temperature >= 0 ? Json(o.temperature) : Json(nullptr)},
+            {"logprobs", o.logprobs},
             {"response_format", t.response_format},
             {"prompt_words_calibrated", maker.calibrated()},
             {"prompt_added_tokens", maker.n_added_tokens()},
@@ -189,6 +191,7 @@ void bench_serve(BenchServeOptions o) {
   target.endpoint = o.endpoint;
   target.ignore_eos = o.ignore_eos;
   target.temperature = o.temperature;
+  target.logprobs = o.logprobs;
   if (!o.response_format.empty()) target.response_format = read_json_file(o.response_format, "--response-format");
   target.http.read_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1e3));
   const std::string discovered = discover_model(target.url, target.http);  // also: is it up?
@@ -258,6 +261,8 @@ void register_bench_serve(CLI::App& app) {
       ->excludes(ratio);
   cmd->add_option("--max-concurrency", o->max_concurrency, "most requests in flight at once (0: no limit)");
   cmd->add_flag("--ignore-eos,!--no-ignore-eos", o->ignore_eos, "generate exactly max_tokens (default: on)");
+  cmd->add_flag("--logprobs", o->logprobs,
+                "ask every token's log-probability, so that chunks carrying several tokens are counted");
   cmd->add_option("--temperature", o->temperature, "temperature of every request (< 0: the server's default)");
   cmd->add_option("--response-format", o->response_format,
                   "JSON file: the response_format object every request carries (structured output)")

@@ -82,6 +82,13 @@ std::string request_body(const ServeTarget& target, const RequestSpec& spec) {
   }
   if (target.ignore_eos) j["ignore_eos"] = true;
   if (target.temperature >= 0) j["temperature"] = target.temperature;
+  if (target.logprobs) {
+    if (is_chat(target.endpoint)) {
+      j["logprobs"] = true;
+    } else {
+      j["logprobs"] = 1;
+    }
+  }
   if (!target.response_format.is_null()) j["response_format"] = target.response_format;
   return j.dump();
 }
