@@ -11,7 +11,7 @@
 #include "chat/chat_test_util.h"
 
 namespace cohort::chat {
-namespace {
+namespace chat_error_test {
 
 struct ErrorCase {
   const char* name;
@@ -214,5 +214,5 @@ TEST(RenderChat, ChatMLFlattensContentParts) {
   EXPECT_EQ(render_chatml(messages, false), "<|im_start|>user\nab<|im_end|>\n<|im_start|>assistant\n<|im_end|>\n");
 }
 
-}  // namespace
+}  // namespace chat_error_test
 }  // namespace cohort::chat

@@ -8,7 +8,7 @@
 #include "chat/chat_test_util.h"
 
 namespace cohort::chat {
-namespace {
+namespace chat_expression_test {
 
 const RenderCase kExpressions[] = {
     {"Precedence",
@@ -88,5 +88,5 @@ TEST_P(ExpressionTest, RendersAsJinja) {
 
 INSTANTIATE_TEST_SUITE_P(Chat, ExpressionTest, testing::ValuesIn(kExpressions), render_case_name);
 
-}  // namespace
+}  // namespace chat_expression_test
 }  // namespace cohort::chat

@@ -8,7 +8,7 @@
 #include "chat/chat_test_util.h"
 
 namespace cohort::chat {
-namespace {
+namespace chat_filter_test {
 
 const RenderCase kFilters[] = {
     {"Trim",
@@ -103,5 +103,5 @@ TEST_P(FilterTest, RendersAsJinja) {
 
 INSTANTIATE_TEST_SUITE_P(Chat, FilterTest, testing::ValuesIn(kFilters), render_case_name);
 
-}  // namespace
+}  // namespace chat_filter_test
 }  // namespace cohort::chat

@@ -17,7 +17,7 @@
 #include "chat/chat_test_util.h"
 
 namespace cohort::chat {
-namespace {
+namespace chat_fuzz_test {
 
 // Pieces that make random text likely to reach deep into the parser.
 const char* const kPieces[] = {
@@ -125,5 +125,5 @@ TEST(ChatFuzz, RealTemplatesRenderUnmutated) {
   for (const std::string& t : real_templates()) exercise(t);
 }
 
-}  // namespace
+}  // namespace chat_fuzz_test
 }  // namespace cohort::chat

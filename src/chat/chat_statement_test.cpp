@@ -8,7 +8,7 @@
 #include "chat/chat_test_util.h"
 
 namespace cohort::chat {
-namespace {
+namespace chat_statement_test {
 
 const RenderCase kStatements[] = {
     {"IfElifElse",
@@ -96,5 +96,5 @@ TEST(ChatStatement, ContextVariablesCanBeRebound) {
             "2True");
 }
 
-}  // namespace
+}  // namespace chat_statement_test
 }  // namespace cohort::chat

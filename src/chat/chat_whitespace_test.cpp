@@ -8,7 +8,7 @@
 #include "chat/chat_test_util.h"
 
 namespace cohort::chat {
-namespace {
+namespace chat_whitespace_test {
 
 const RenderCase kWhitespace[] = {
     {"TrimBlocksRemovesNewlineAfterTag",
@@ -61,5 +61,5 @@ TEST_P(WhitespaceTest, RendersAsJinja) {
 
 INSTANTIATE_TEST_SUITE_P(Chat, WhitespaceTest, testing::ValuesIn(kWhitespace), render_case_name);
 
-}  // namespace
+}  // namespace chat_whitespace_test
 }  // namespace cohort::chat

@@ -6,7 +6,7 @@
 #include "chat/chat_template.h"
 
 namespace cohort::chat {
-namespace {
+namespace named_templates_test {
 
 const nlohmann::ordered_json kChat = nlohmann::ordered_json::parse(
     R"([{"role": "system", "content": "You are a test."}, {"role": "user", "content": "Hi there "},
@@ -57,5 +57,5 @@ TEST(NamedTemplates, EveryListedNameParsesAndUnknownNamesAreNone) {
   EXPECT_FALSE(named_template(""));
 }
 
-}  // namespace
+}  // namespace named_templates_test
 }  // namespace cohort::chat

@@ -19,7 +19,7 @@
 #include "common/half.h"
 
 namespace cohort::comm {
-namespace {
+namespace cpu_communicator_test {
 
 // Runs body(comm) on one thread per rank of a fresh group.
 void run_ranks(int n_ranks, int poll, const std::function<void(Communicator&)>& body) {
@@ -241,5 +241,5 @@ TEST(SingleDevice, ReductionIsTheIdentityAndGatherACopy) {
   EXPECT_EQ(c.world_size(), 1);
 }
 
-}  // namespace
+}  // namespace cpu_communicator_test
 }  // namespace cohort::comm

@@ -17,7 +17,7 @@
 #include "comm/p2p_protocol.h"
 
 namespace cohort::comm {
-namespace {
+namespace p2p_protocol_test {
 
 struct Protocol {
   std::function<int(uint32_t)> slot = p2p_slot;
@@ -162,5 +162,5 @@ TEST(P2pProtocol, TheSimulationCatchesBrokenVariants) {
   EXPECT_EQ(explore(zero_flags, 0), "") << "zeroed flags are right for a fresh group";
 }
 
-}  // namespace
+}  // namespace p2p_protocol_test
 }  // namespace cohort::comm

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace cohort {
-namespace {
+namespace comma_list_test {
 
 TEST(CommaList, KeepsEveryEntryAsItIs) {
   EXPECT_EQ(split_commas("cuda0,cuda1"), (std::vector<std::string>{"cuda0", "cuda1"}));
@@ -12,5 +12,5 @@ TEST(CommaList, KeepsEveryEntryAsItIs) {
   EXPECT_EQ(split_commas(",b,"), (std::vector<std::string>{"", "b", ""}));
 }
 
-}  // namespace
+}  // namespace comma_list_test
 }  // namespace cohort

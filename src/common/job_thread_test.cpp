@@ -13,7 +13,7 @@
 #include "common/job_thread.h"
 
 namespace cohort {
-namespace {
+namespace job_thread_test {
 
 TEST(JobThread, TheOwnerGoesOnWhileTheJobRuns) {
   JobThread runner;
@@ -87,5 +87,5 @@ TEST(JobThread, SpinningBeforeSleepingChangesNothingButTheWakeUps) {
   EXPECT_THROW(runner.wait(), std::runtime_error);
 }
 
-}  // namespace
+}  // namespace job_thread_test
 }  // namespace cohort

@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 namespace cohort {
-namespace {
+namespace thread_pool_test {
 
 struct Seen {
   explicit Seen(int64_t n, int n_threads)
@@ -115,5 +115,5 @@ TEST(ThreadPool, PollIsClampedToItsRange) {
   EXPECT_EQ(ThreadPool(0).n_threads(), 1);
 }
 
-}  // namespace
+}  // namespace thread_pool_test
 }  // namespace cohort

@@ -6,7 +6,7 @@
 #include "common/error.h"
 
 namespace cohort::engine {
-namespace {
+namespace batch_test {
 
 // Two sequences interleaved; every third row wants logits.
 Batch make_batch(int n) {
@@ -80,5 +80,5 @@ TEST(Batch, ValidateRejectsBadRowsNamingThem) {
   EXPECT_NE(message(b).find("differ in length"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace batch_test
 }  // namespace cohort::engine

@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 namespace cohort::engine {
-namespace {
+namespace candidates_test {
 
 Candidates from(const std::vector<float>& logits) {
   Candidates c;
@@ -213,5 +213,5 @@ TEST(Candidates, SelectTopKSkipsEveryTokenMarked) {
   EXPECT_EQ(ids(c), (std::vector<int32_t>{1}));
 }
 
-}  // namespace
+}  // namespace candidates_test
 }  // namespace cohort::engine

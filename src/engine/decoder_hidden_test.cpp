@@ -16,7 +16,7 @@
 #include "quant/quant.h"
 
 namespace cohort::engine {
-namespace {
+namespace decoder_hidden_test {
 
 constexpr int kTokens = 21;
 
@@ -108,5 +108,5 @@ TEST_F(DecoderHidden, TensorParallelRanksGiveTheSameRows) {
   }
 }
 
-}  // namespace
+}  // namespace decoder_hidden_test
 }  // namespace cohort::engine

@@ -7,7 +7,7 @@
 #include "engine/decoder.h"
 
 namespace cohort::engine {
-namespace {
+namespace decoder_options_test {
 
 TEST(DecoderOptions, ExactComputesOnTheCpuWithoutDev) {
   DecoderOptions o;
@@ -34,5 +34,5 @@ TEST(DecoderOptions, ExactOnANamedGpuIsAnErrorNamingBoth) {
   EXPECT_EQ(o.device_of("cuda1").index, 1);
 }
 
-}  // namespace
+}  // namespace decoder_options_test
 }  // namespace cohort::engine

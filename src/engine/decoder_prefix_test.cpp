@@ -14,7 +14,7 @@
 #include "model/model.h"
 
 namespace cohort::engine {
-namespace {
+namespace decoder_prefix_test {
 
 class DecoderPrefixReuse : public ModelFileTest<gguf::TensorType::Q8_0> {};
 
@@ -98,5 +98,5 @@ TEST_F(DecoderPrefixReuse, CopiesAreDoneByTheNextStepWhateverItRuns) {
   EXPECT_EQ(prompt_last_logits(dec, 1, prompt, 19), whole);
 }
 
-}  // namespace
+}  // namespace decoder_prefix_test
 }  // namespace cohort::engine

@@ -14,7 +14,7 @@
 #include "model/model.h"
 
 namespace cohort::engine {
-namespace {
+namespace decoder_submit_test {
 
 DecoderOptions small(const std::string& devices = "cpu") { return options_on(devices); }
 
@@ -80,5 +80,5 @@ TEST_F(DecoderSubmit, MisuseAndABadBatchAreErrorsBeforeAnythingRuns) {
   EXPECT_EQ(dec.blocks().n_committed(0), 1);
 }
 
-}  // namespace
+}  // namespace decoder_submit_test
 }  // namespace cohort::engine

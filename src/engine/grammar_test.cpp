@@ -27,7 +27,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace cohort::engine {
-namespace {
+namespace grammar_test {
 
 // The default model (scripts/default_model.py, found when the build was
 // configured), or COHORT_TEST_MODEL; nullptr if neither is there.
@@ -424,5 +424,5 @@ TEST(GbnfDialect, WritesADotAsTheClassOfEveryCodePoint) {
   EXPECT_EQ(rewrite_llama_gbnf(plain), plain);
 }
 
-}  // namespace
+}  // namespace grammar_test
 }  // namespace cohort::engine

@@ -15,7 +15,7 @@
 #include "model/model.h"
 
 namespace cohort::engine {
-namespace {
+namespace kv_types_test {
 
 DecoderOptions with_cache(const std::string& k, const std::string& v) {
   DecoderOptions o;
@@ -83,5 +83,5 @@ TEST(KvCacheTypes, AnUnknownTypeIsAClearError) {
   EXPECT_THROW(o.validate(), Error);
 }
 
-}  // namespace
+}  // namespace kv_types_test
 }  // namespace cohort::engine

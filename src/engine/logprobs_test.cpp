@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 namespace cohort::engine {
-namespace {
+namespace logprobs_test {
 
 TEST(Logprobs, ChosenTokenGetsItsLogSoftmax) {
   const std::vector<float> l{1.0f, 2.0f, 3.0f};
@@ -66,5 +66,5 @@ TEST(Logprobs, ReusesTheOutputBuffer) {
   EXPECT_EQ(top[0].token, 8);
 }
 
-}  // namespace
+}  // namespace logprobs_test
 }  // namespace cohort::engine

@@ -9,7 +9,7 @@
 #include "common/error.h"
 
 namespace cohort::engine {
-namespace {
+namespace pooling_test {
 
 // Three rows of two dims: [1, 2], [3, 4], [5, 9].
 const std::vector<float> kRows = {1, 2, 3, 4, 5, 9};
@@ -94,5 +94,5 @@ TEST(EmbeddingNormalize, AZeroVectorStaysZero) {
   EXPECT_EQ(v, (std::vector<float>{0, 0}));
 }
 
-}  // namespace
+}  // namespace pooling_test
 }  // namespace cohort::engine

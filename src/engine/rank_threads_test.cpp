@@ -11,7 +11,7 @@
 #include "comm/cpu_barrier.h"
 
 namespace cohort::engine {
-namespace {
+namespace rank_threads_test {
 
 TEST(RankThreads, EveryRankRunsOnItsOwnThreadAtOnce) {
   for (int n : {1, 2, 3, 5}) {
@@ -46,5 +46,5 @@ TEST(RankThreads, RethrowsTheLowestRanksErrorAndStaysUsable) {
   EXPECT_EQ(ran.load(), 3);
 }
 
-}  // namespace
+}  // namespace rank_threads_test
 }  // namespace cohort::engine

@@ -14,7 +14,7 @@
 #include "common/error.h"
 
 namespace cohort::engine {
-namespace {
+namespace sampler_test {
 
 std::vector<float> random_logits(int n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -388,5 +388,5 @@ TEST(Sampler, TheBestLogitsOfARowSampleAsTheWholeRow) {
   EXPECT_THROW(s.sample_best(eight), Error);  // top_k 40 needs 40
 }
 
-}  // namespace
+}  // namespace sampler_test
 }  // namespace cohort::engine

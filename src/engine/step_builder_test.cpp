@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace cohort::engine {
-namespace {
+namespace step_builder_test {
 
 constexpr int kBlockSize = 4;
 
@@ -56,5 +56,5 @@ TEST(StepBuilder, MicroBatchesKeepTheirBuffersAndCountRowsFromTheirStart) {
   EXPECT_EQ(last.logit_rows[0], 0);
 }
 
-}  // namespace
+}  // namespace step_builder_test
 }  // namespace cohort::engine

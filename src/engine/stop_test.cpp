@@ -12,7 +12,7 @@
 #include "common/error.h"
 
 namespace cohort::engine {
-namespace {
+namespace stop_test {
 
 constexpr int32_t kEos = 2;
 constexpr int32_t kText = 10;  // any non-EOG token
@@ -154,5 +154,5 @@ TEST(Stop, EmittedTextIsIndependentOfTokenBoundaries) {
   }
 }
 
-}  // namespace
+}  // namespace stop_test
 }  // namespace cohort::engine

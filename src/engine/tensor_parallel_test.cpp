@@ -28,7 +28,7 @@
 #include "model/model.h"
 
 namespace cohort::engine {
-namespace {
+namespace tensor_parallel_test {
 
 // The tensor-parallel options of one run (every other option as
 // decoder_testing.h's two_sequence_logits sets it).
@@ -152,5 +152,5 @@ TEST(TensorParallelOptions, P2pFallsBackToTheHostWithAWarning) {
   unsetenv("COHORT_DISABLE_P2P");
 }
 
-}  // namespace
+}  // namespace tensor_parallel_test
 }  // namespace cohort::engine

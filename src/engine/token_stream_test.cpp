@@ -16,7 +16,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace cohort::engine {
-namespace {
+namespace token_stream_test {
 
 const tokenizer::Tokenizer& vocab() {
   // 256 byte tokens, then <|im_end|> (257 tokens).
@@ -112,5 +112,5 @@ TEST(TokenStream, ASamplerErrorChangesNothing) {
   EXPECT_EQ(s.next(peaked(id_of("x"))).text, "x");
 }
 
-}  // namespace
+}  // namespace token_stream_test
 }  // namespace cohort::engine

@@ -16,7 +16,7 @@
 #include "gguf/gguf_writer.h"
 
 namespace cohort::gguf {
-namespace {
+namespace gguf_file_test {
 
 // Builds GGUF bytes by hand, so that tests can write what no writer would.
 class Bytes {
@@ -273,5 +273,5 @@ TEST(Metadata, TypedGettersNameTheKey) {
   }
 }
 
-}  // namespace
+}  // namespace gguf_file_test
 }  // namespace cohort::gguf

@@ -22,7 +22,7 @@
 #include "kv/block_manager.h"
 
 namespace cohort::kv {
-namespace {
+namespace block_manager_property_test {
 
 class Model {
  public:
@@ -194,5 +194,5 @@ TEST(BlockManagerProperty, RandomOperationsKeepEveryInvariant) {
   }
 }
 
-}  // namespace
+}  // namespace block_manager_property_test
 }  // namespace cohort::kv

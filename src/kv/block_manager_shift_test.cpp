@@ -13,7 +13,7 @@
 #include "kv/block_manager.h"
 
 namespace cohort::kv {
-namespace {
+namespace block_manager_shift_test {
 
 std::vector<int32_t> iota_tokens(int n, int32_t first = 100) {
   std::vector<int32_t> t(static_cast<size_t>(n));
@@ -211,5 +211,5 @@ TEST(BlockManagerShift, RandomShiftsKeepTheAccountingSound) {
   }
 }
 
-}  // namespace
+}  // namespace block_manager_shift_test
 }  // namespace cohort::kv

@@ -11,7 +11,7 @@
 #include "common/error.h"
 
 namespace cohort::kv {
-namespace {
+namespace block_manager_test {
 
 std::vector<int32_t> iota_tokens(int n, int32_t first = 100) {
   std::vector<int32_t> t(static_cast<size_t>(n));
@@ -289,5 +289,5 @@ TEST(BlockManager, EmptyPromptAllocatesNothing) {
   EXPECT_TRUE(m.block_table(0).empty());
 }
 
-}  // namespace
+}  // namespace block_manager_test
 }  // namespace cohort::kv

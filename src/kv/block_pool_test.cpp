@@ -9,7 +9,7 @@
 #include "common/error.h"
 
 namespace cohort::kv {
-namespace {
+namespace block_pool_test {
 
 std::vector<int32_t> tokens(int32_t first, int n) {
   std::vector<int32_t> t(static_cast<size_t>(n));
@@ -129,5 +129,5 @@ TEST(BlockPool, RejectsBadSizes) {
   EXPECT_THROW(empty.acquire(), Error);
 }
 
-}  // namespace
+}  // namespace block_pool_test
 }  // namespace cohort::kv

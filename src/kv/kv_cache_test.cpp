@@ -11,7 +11,7 @@
 #include "common/error.h"
 
 namespace cohort::kv {
-namespace {
+namespace kv_cache_test {
 
 KvCacheShape small_shape(TensorType type = TensorType::F32) {
   KvCacheShape s;
@@ -140,5 +140,5 @@ TEST(KvCache, RejectsABadShapeNamingTheField) {
   EXPECT_EQ(KvCache(s).n_bytes(), 0u);
 }
 
-}  // namespace
+}  // namespace kv_cache_test
 }  // namespace cohort::kv

@@ -18,7 +18,7 @@
 #include "model/presets.h"
 
 namespace cohort::model {
-namespace {
+namespace shard_plan_test {
 
 using gguf::TensorType;
 
@@ -289,5 +289,5 @@ TEST(ShardPlan, ErrorsForImpossibleSplits) {
   expect_mentions(error_of(small_vocab, 6, {}, {1, 1}), {"6 ranks", "only 5 rows"});
 }
 
-}  // namespace
+}  // namespace shard_plan_test
 }  // namespace cohort::model

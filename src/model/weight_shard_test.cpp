@@ -15,7 +15,7 @@
 #include "quant/quant.h"
 
 namespace cohort::model {
-namespace {
+namespace weight_shard_test {
 
 using gguf::TensorType;
 
@@ -173,5 +173,5 @@ TEST(WeightShard, PartialProductsSumToTheFullProduct) {
   }
 }
 
-}  // namespace
+}  // namespace weight_shard_test
 }  // namespace cohort::model

@@ -12,7 +12,7 @@
 #include "quant/quant_testing.h"
 
 namespace cohort::quant {
-namespace {
+namespace dequantize_test {
 
 using namespace testing;
 
@@ -220,5 +220,5 @@ TEST(Isa, BestIsRunnableAndSetIsaSwitches) {
   }
 }
 
-}  // namespace
+}  // namespace dequantize_test
 }  // namespace cohort::quant

@@ -14,7 +14,7 @@
 #include "quant/quant_testing.h"
 
 namespace cohort::quant {
-namespace {
+namespace dot_test {
 
 using namespace testing;
 
@@ -124,5 +124,5 @@ TEST(Dot, RejectsUnsupportedTypesAndPartialBlocks) {
   EXPECT_THROW(dot(TensorType::Q4_K, row.data(), x.data(), 64), Error);
 }
 
-}  // namespace
+}  // namespace dot_test
 }  // namespace cohort::quant

@@ -14,7 +14,7 @@
 #include "quant/quant_testing.h"
 
 namespace cohort::quant {
-namespace {
+namespace quantize_test {
 
 using namespace testing;
 
@@ -147,5 +147,5 @@ TEST(Quantize, RejectsUnsupportedTypesAndPartialBlocks) {
   EXPECT_THROW(quantize(TensorType::Q8_0, x.data(), bytes.data(), 48), Error);
 }
 
-}  // namespace
+}  // namespace quantize_test
 }  // namespace cohort::quant

@@ -14,7 +14,7 @@
 #include "quant/quant_testing.h"
 
 namespace cohort::quant {
-namespace {
+namespace vec_dot_test {
 
 using namespace testing;
 
@@ -353,5 +353,5 @@ TEST(VecDot, RejectsUnsupportedTypesAndPartialBlocks) {
   EXPECT_EQ(vec_dot(TensorType::Q4_0, row.data(), row.data(), 0), 0.0f);
 }
 
-}  // namespace
+}  // namespace vec_dot_test
 }  // namespace cohort::quant

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace cohort::sched {
-namespace {
+namespace batch_trace_test {
 
 TEST(BatchTrace, FormatsOneLinePerStepWithEveryList) {
   BatchPlan plan;
@@ -43,5 +43,5 @@ TEST(BatchTrace, SkipsIdlePollsAndRecordsBarrierSteps) {
   EXPECT_EQ(out.str().back(), '\n');
 }
 
-}  // namespace
+}  // namespace batch_trace_test
 }  // namespace cohort::sched

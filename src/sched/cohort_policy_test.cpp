@@ -12,7 +12,7 @@
 #include "sched/phase_policy.h"
 
 namespace cohort::sched {
-namespace {
+namespace cohort_policy_test {
 
 std::vector<int> shares(std::vector<int> demand, int capacity) {
   std::vector<int> out;
@@ -67,5 +67,5 @@ TEST(PolicyNames, ParseEveryNameAndRejectOthers) {
   EXPECT_THROW(parse_policy("fifo"), Error);
 }
 
-}  // namespace
+}  // namespace cohort_policy_test
 }  // namespace cohort::sched

@@ -10,7 +10,7 @@
 #include "sched/sim_testing.h"
 
 namespace cohort::sched {
-namespace {
+namespace cohort_scheduler_test {
 
 using testing::Arrival;
 using testing::Life;
@@ -243,5 +243,5 @@ TEST(CohortScheduler, AFullyCachedPromptStillPrefillsOneTokenAndWaits) {
   EXPECT_GT(b.first_token_step, b.pp_steps.front());
 }
 
-}  // namespace
+}  // namespace cohort_scheduler_test
 }  // namespace cohort::sched

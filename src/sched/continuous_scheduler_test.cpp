@@ -9,7 +9,7 @@
 #include "sched/sim_testing.h"
 
 namespace cohort::sched {
-namespace {
+namespace continuous_scheduler_test {
 
 using testing::Life;
 using testing::Simulation;
@@ -69,5 +69,5 @@ TEST(NoContScheduler, AHalfDonePromptStallsOnceAnotherRequestDecodes) {
   EXPECT_EQ(b.pp_steps[1], 6);       // then waited for A to finish
 }
 
-}  // namespace
+}  // namespace continuous_scheduler_test
 }  // namespace cohort::sched

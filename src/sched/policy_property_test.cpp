@@ -15,7 +15,7 @@
 #include "sched/sim_testing.h"
 
 namespace cohort::sched {
-namespace {
+namespace policy_property_test {
 
 using testing::Arrival;
 using testing::SimOptions;
@@ -85,5 +85,5 @@ TEST(PolicyProperty, NoContRandomWorkloads) { run_random_workloads(PolicyKind::k
 TEST(PolicyProperty, CohortRandomWorkloads) { run_random_workloads(PolicyKind::kCohort, kWorkloads); }
 TEST(PolicyProperty, SerialRandomWorkloads) { run_random_workloads(PolicyKind::kSerial, kWorkloads); }
 
-}  // namespace
+}  // namespace policy_property_test
 }  // namespace cohort::sched

@@ -10,7 +10,7 @@
 #include "sched/sim_testing.h"
 
 namespace cohort::sched {
-namespace {
+namespace prompt_only_test {
 
 using testing::kAllPolicies;
 
@@ -77,5 +77,5 @@ TEST(PromptOnly, KvRoomGivesItAFreshSequenceWithoutTheCachedPrefix) {
   EXPECT_EQ(blocks.n_committed(2), 0);
 }
 
-}  // namespace
+}  // namespace prompt_only_test
 }  // namespace cohort::sched

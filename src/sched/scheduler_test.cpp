@@ -15,7 +15,7 @@
 #include "sched/sim_testing.h"
 
 namespace cohort::sched {
-namespace {
+namespace scheduler_test {
 
 using testing::kAllPolicies;
 using testing::SimOptions;
@@ -146,5 +146,5 @@ TEST(Scheduler, SubmissionsFromOtherThreadsKeepTheirOrderAndIds) {
   EXPECT_EQ(sched.slots()[3]->id, 3);
 }
 
-}  // namespace
+}  // namespace scheduler_test
 }  // namespace cohort::sched

@@ -15,7 +15,7 @@
 #include "server/server_testing.h"
 
 namespace cohort::server {
-namespace {
+namespace api_routes_test {
 
 using namespace std::chrono_literals;
 using testing::http_request;
@@ -255,5 +255,5 @@ TEST_F(ApiRoutes, WaitingClientThatDisconnectsCancelsItsRequest) {
   EXPECT_TRUE(service_->wait_cancelled(1, 5s));
 }
 
-}  // namespace
+}  // namespace api_routes_test
 }  // namespace cohort::server

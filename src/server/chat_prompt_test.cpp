@@ -10,7 +10,7 @@
 #include "server/server_testing.h"
 
 namespace cohort::server {
-namespace {
+namespace chat_prompt_test {
 
 const Json kHi = Json::array({{{"role", "user"}, {"content", "Hi"}}});
 
@@ -103,5 +103,5 @@ TEST(ChatEnding, RefusesWhatLlamaServerRefuses) {
             std::string::npos);
 }
 
-}  // namespace
+}  // namespace chat_prompt_test
 }  // namespace cohort::server

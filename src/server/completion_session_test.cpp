@@ -18,7 +18,7 @@
 #include "server/server_testing.h"
 
 namespace cohort::server {
-namespace {
+namespace completion_session_test {
 
 using namespace std::chrono_literals;
 using testing::http_request;
@@ -147,5 +147,5 @@ TEST_F(Choices, ClientThatDisconnectsCancelsEveryChoice) {
   }
 }
 
-}  // namespace
+}  // namespace completion_session_test
 }  // namespace cohort::server

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace cohort::server {
-namespace {
+namespace cors_policy_test {
 
 std::optional<std::string> allow(const CorsPolicy& p, const char* origin) {
   const std::string o = origin == nullptr ? "" : origin;
@@ -65,5 +65,5 @@ TEST(CorsPolicy, ResponseHeadersAddVaryWhereTheAnswerDependsOnTheOrigin) {
                               {"Access-Control-Allow-Headers", "*"}}));
 }
 
-}  // namespace
+}  // namespace cors_policy_test
 }  // namespace cohort::server

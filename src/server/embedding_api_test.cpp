@@ -13,7 +13,7 @@
 #include "server/server_testing.h"
 
 namespace cohort::server {
-namespace {
+namespace embedding_api_test {
 
 class EmbeddingApi : public ::testing::Test {
  protected:
@@ -141,5 +141,5 @@ TEST(Base64, EncodesRfc4648Vectors) {
   EXPECT_EQ(enc("foobar"), "Zm9vYmFy");
 }
 
-}  // namespace
+}  // namespace embedding_api_test
 }  // namespace cohort::server

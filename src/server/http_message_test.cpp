@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 namespace cohort::server {
-namespace {
+namespace http_message_test {
 
 TEST(HttpMessage, ParsesRequestHeads) {
   const HeadParseResult r = parse_request_head("POST /v1/x?a=b HTTP/1.1\r\nHost: h\r\nX-Thing:  v  ");
@@ -86,5 +86,5 @@ TEST(HttpMessage, RandomBytesNeverCrashTheParser) {
   }
 }
 
-}  // namespace
+}  // namespace http_message_test
 }  // namespace cohort::server

@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 namespace cohort::server {
-namespace {
+namespace http_request_reader_test {
 
 using Kind = RequestReader::Outcome::Kind;
 
@@ -124,5 +124,5 @@ TEST_F(RequestReaderTest, ACloseWithinABodyIs400AndBetweenRequestsQuiet) {
   EXPECT_EQ(out.status, 0);
 }
 
-}  // namespace
+}  // namespace http_request_reader_test
 }  // namespace cohort::server

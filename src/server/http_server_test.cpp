@@ -21,7 +21,7 @@
 #include "server/http_client_testing.h"
 
 namespace cohort::server {
-namespace {
+namespace http_server_test {
 
 using namespace std::chrono_literals;
 using testing::http_request;
@@ -431,5 +431,5 @@ TEST(HttpServer, ListenFailureNamesHostAndPort) {
   }
 }
 
-}  // namespace
+}  // namespace http_server_test
 }  // namespace cohort::server

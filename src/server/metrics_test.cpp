@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 namespace cohort::server {
-namespace {
+namespace metrics_test {
 
 struct Exposition {
   std::map<std::string, std::string> types;   // family -> counter | gauge | histogram
@@ -156,5 +156,5 @@ TEST(Metrics, EmptyStatsGiveAnEmptyButValidExposition) {
   EXPECT_EQ(e.samples.at("cohort:phase{phase=\"some \\\"odd\\\" phase\"}"), 1);
 }
 
-}  // namespace
+}  // namespace metrics_test
 }  // namespace cohort::server

@@ -13,7 +13,7 @@
 #include "server/server_testing.h"
 
 namespace cohort::server {
-namespace {
+namespace openai_request_test {
 
 class OpenAIRequest : public ::testing::Test {
  protected:
@@ -338,5 +338,5 @@ TEST(ChatRequest, TemplateVariablesAreTheDefaultsWithTheRequestsKwargsOver) {
   EXPECT_EQ(template_variables(Json::object(), &kwargs), kwargs);
 }
 
-}  // namespace
+}  // namespace openai_request_test
 }  // namespace cohort::server

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 namespace cohort::server {
-namespace {
+namespace openai_response_test {
 
 ResponseMeta meta(Endpoint e, bool logprobs = false, bool include_usage = false) {
   ResponseMeta m;
@@ -235,5 +235,5 @@ TEST(ResponseBuilder, ChoicesCarryTheirIndex) {
   EXPECT_EQ(b.full_response({}, engine::FinishReason::stop, Usage{})["choices"][0]["index"], 2);
 }
 
-}  // namespace
+}  // namespace openai_response_test
 }  // namespace cohort::server

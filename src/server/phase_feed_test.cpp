@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 namespace cohort::server {
-namespace {
+namespace phase_feed_test {
 
 PhaseFrame frame_of_step(int64_t step) {
   PhaseFrame f;
@@ -98,5 +98,5 @@ TEST(PhaseFeed, FrameJsonCarriesTheSlotsQueueAndEndings) {
   EXPECT_EQ(j["ended"][0]["reason"], "stop");
 }
 
-}  // namespace
+}  // namespace phase_feed_test
 }  // namespace cohort::server

@@ -12,7 +12,7 @@
 #include "server/openai_response.h"
 
 namespace cohort::server {
-namespace {
+namespace reasoning_test {
 
 ReasoningParts whole(ReasoningFormat f, bool open, const std::string& text) {
   ReasoningSplit s(f, open);
@@ -115,5 +115,5 @@ TEST(ReasoningSplit, ChatAnswersCarryReasoningContent) {
             "<think>abc</think>Hi there");
 }
 
-}  // namespace
+}  // namespace reasoning_test
 }  // namespace cohort::server

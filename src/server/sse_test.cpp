@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace cohort::server {
-namespace {
+namespace sse_test {
 
 TEST(Sse, DataMessageIsOneLineAndABlankLine) {
   EXPECT_EQ(sse_data("{\"a\":1}"), "data: {\"a\":1}\n\n");
@@ -27,5 +27,5 @@ TEST(Sse, InvalidUtf8IsReplacedNotThrown) {
   EXPECT_EQ(Json::parse(framed.substr(6))["text"], "a\xEF\xBF\xBD");
 }
 
-}  // namespace
+}  // namespace sse_test
 }  // namespace cohort::server

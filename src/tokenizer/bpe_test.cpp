@@ -10,7 +10,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace cohort::tokenizer {
-namespace {
+namespace bpe_test {
 
 using testing::BpeSpec;
 using testing::bpe_metadata;
@@ -116,5 +116,5 @@ TEST(Bpe, EveryPreTypeSplitsAndRoundTrips) {
   }
 }
 
-}  // namespace
+}  // namespace bpe_test
 }  // namespace cohort::tokenizer

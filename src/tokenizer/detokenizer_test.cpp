@@ -9,7 +9,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace cohort::tokenizer {
-namespace {
+namespace detokenizer_test {
 
 using testing::spm_byte_id;
 
@@ -76,5 +76,5 @@ TEST(Detokenizer, CleanSpacesAppliesOnlyWhereTheVocabularyAsks) {
   EXPECT_EQ(qwen2.decode(qwen2.encode(text, false, false), false), text);
 }
 
-}  // namespace
+}  // namespace detokenizer_test
 }  // namespace cohort::tokenizer

@@ -11,7 +11,7 @@
 #include "tokenizer/utf8.h"
 
 namespace cohort::tokenizer {
-namespace {
+namespace fuzz_test {
 
 // Bytes drawn from a mix that hits the interesting cases often: ASCII,
 // pieces of valid characters, stray continuation and invalid lead bytes,
@@ -97,5 +97,5 @@ TEST(TokenizerFuzz, LongRunsDoNotExhaustTheRegexEngine) {
   }
 }
 
-}  // namespace
+}  // namespace fuzz_test
 }  // namespace cohort::tokenizer

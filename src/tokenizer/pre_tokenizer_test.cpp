@@ -10,7 +10,7 @@
 #include "tokenizer/regex_rewrite.h"
 
 namespace cohort::tokenizer {
-namespace {
+namespace pre_tokenizer_test {
 
 std::vector<std::string> split(const std::string& pre, const std::string& text) {
   const PreTokenizer p(find_pre_type(pre));
@@ -75,5 +75,5 @@ TEST(RegexRewrite, ClassesDropLiteralWhiteSpace) {
 
 TEST(PreTokenizer, UnknownTypeIsAnError) { EXPECT_THROW(find_pre_type("klingon"), Error); }
 
-}  // namespace
+}  // namespace pre_tokenizer_test
 }  // namespace cohort::tokenizer

@@ -8,7 +8,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace cohort::tokenizer {
-namespace {
+namespace special_tokens_test {
 
 // Byte-level vocabulary with specials after the 256 byte tokens.
 constexpr int32_t kImStart = 256, kImEnd = 257, kTool = 258, kToolCall = 259, kLong = 260;
@@ -59,5 +59,5 @@ TEST(SpecialTokens, RstripEatsFollowingWhiteSpaceForPhi3) {
   EXPECT_EQ(tok.encode("<|end|>  \nx", false, true), (std::vector{256, int32_t{'x'}}));
 }
 
-}  // namespace
+}  // namespace special_tokens_test
 }  // namespace cohort::tokenizer

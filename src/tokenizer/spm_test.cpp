@@ -8,7 +8,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace cohort::tokenizer {
-namespace {
+namespace spm_test {
 
 using testing::SpmSpec;
 using testing::spm_byte_id;
@@ -80,5 +80,5 @@ TEST(Spm, RoundTripsValidText) {
   }
 }
 
-}  // namespace
+}  // namespace spm_test
 }  // namespace cohort::tokenizer

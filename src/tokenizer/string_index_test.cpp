@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 namespace cohort::tokenizer {
-namespace {
+namespace string_index_test {
 
 // Keys of every length up to 40 that differ from each other in one byte at
 // each position, or only in length, or only in a NUL: the cases where a
@@ -66,5 +66,5 @@ TEST(StringIndex, AssignAllKeepsTheLastOfEqualKeys) {
   EXPECT_EQ(index.size(), 3u);
 }
 
-}  // namespace
+}  // namespace string_index_test
 }  // namespace cohort::tokenizer

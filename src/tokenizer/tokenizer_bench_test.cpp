@@ -12,7 +12,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace cohort::tokenizer {
-namespace {
+namespace tokenizer_bench_test {
 
 double thread_cpu_seconds() {
   timespec t{};
@@ -56,5 +56,5 @@ TEST(TokenizerBench, EncodeThroughput) {
   EXPECT_GT(n_tokens, 0u);
 }
 
-}  // namespace
+}  // namespace tokenizer_bench_test
 }  // namespace cohort::tokenizer

@@ -10,7 +10,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace cohort::tokenizer {
-namespace {
+namespace tokenizer_test {
 
 TEST(Tokenizer, ConcurrentEncodesAgreeWithASerialOne) {
   const Tokenizer tok = Tokenizer::from_gguf(testing::bpe_metadata(
@@ -67,5 +67,5 @@ TEST(Tokenizer, TokenTextsEndAtTheirFirstNul) {
   EXPECT_EQ(tok.vocab().token(256).text, "xy");
 }
 
-}  // namespace
+}  // namespace tokenizer_test
 }  // namespace cohort::tokenizer

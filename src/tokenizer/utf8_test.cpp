@@ -8,7 +8,7 @@
 #include "tokenizer/utf8.h"
 
 namespace cohort::tokenizer {
-namespace {
+namespace utf8_test {
 
 TEST(ByteTable, EveryByteRoundTripsThroughADistinctCodepoint) {
   std::set<uint32_t> seen;
@@ -75,5 +75,5 @@ TEST(Utf8, ToValidReplacesEachMaximalIllFormedSubpartOnce) {
   EXPECT_EQ(to_valid_utf8("\xE2\x82\xAC"), "\xE2\x82\xAC");
 }
 
-}  // namespace
+}  // namespace utf8_test
 }  // namespace cohort::tokenizer

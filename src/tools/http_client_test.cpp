@@ -15,7 +15,7 @@
 #include "common/error.h"
 
 namespace cohort::tools {
-namespace {
+namespace http_client_test {
 
 TEST(HttpUrl, ParsesHostPortAndPrefix) {
   HttpUrl u = parse_http_url("http://127.0.0.1:8080");
@@ -199,5 +199,5 @@ TEST(HttpRequest, RefusedConnectionNamesTheAddress) {
   }
 }
 
-}  // namespace
+}  // namespace http_client_test
 }  // namespace cohort::tools

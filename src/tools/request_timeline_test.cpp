@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace cohort::tools {
-namespace {
+namespace request_timeline_test {
 
 TEST(RequestTimeline, CompletionChunksWithTextAreTimed) {
   RequestTimeline t;
@@ -95,5 +95,5 @@ TEST(RequestTimeline, ErrorEventsAndMalformedJsonFailTheRequest) {
   EXPECT_NE(m.error.find("malformed event"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace request_timeline_test
 }  // namespace cohort::tools

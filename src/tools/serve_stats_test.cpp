@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace cohort::tools {
-namespace {
+namespace serve_stats_test {
 
 TEST(Percentile, InterpolatesLinearlyBetweenClosestRanks) {
   const std::vector<double> v = {1, 2, 3, 4};  // numpy.percentile(v, [50, 90, 99])
@@ -124,5 +124,5 @@ TEST(ComputeStats, AllFailedGivesZeroRatesNotNaN) {
   EXPECT_EQ(s.ttft_ms.n, 0u);
 }
 
-}  // namespace
+}  // namespace serve_stats_test
 }  // namespace cohort::tools

@@ -14,7 +14,7 @@
 #include "common/error.h"
 
 namespace cohort::tools {
-namespace {
+namespace serve_workload_test {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -214,5 +214,5 @@ TEST(Scenario, MissingFileIsAnError) {
   EXPECT_THROW(load_scenario("/nonexistent/scenario.json"), Error);
 }
 
-}  // namespace
+}  // namespace serve_workload_test
 }  // namespace cohort::tools

@@ -8,7 +8,7 @@
 #include "common/error.h"
 
 namespace cohort::tools {
-namespace {
+namespace sse_parser_test {
 
 std::vector<std::string> parse_whole(std::string_view text) {
   SseParser p;
@@ -69,5 +69,5 @@ TEST(SseParser, OverlongLineFails) {
   EXPECT_THROW(p.feed("data: 0123456789\n\n", events), Error);
 }
 
-}  // namespace
+}  // namespace sse_parser_test
 }  // namespace cohort::tools

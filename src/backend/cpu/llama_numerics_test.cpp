@@ -9,7 +9,7 @@
 #include "quant/quant_testing.h"
 
 namespace cohort::cpu {
-namespace {
+namespace llama_numerics_test {
 
 using quant::testing::IsaGuard;
 using quant::testing::runnable_isas;
@@ -128,5 +128,5 @@ TEST(LlamaNumerics, EveryIsaReturnsTheSameBits) {
   }
 }
 
-}  // namespace
+}  // namespace llama_numerics_test
 }  // namespace cohort::cpu

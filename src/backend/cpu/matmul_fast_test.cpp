@@ -15,7 +15,7 @@
 #include "quant/vec_dot.h"
 
 namespace cohort::cpu {
-namespace {
+namespace matmul_fast_test {
 
 using gguf::TensorType;
 using quant::testing::random_blocks;
@@ -198,5 +198,5 @@ TEST(MatmulFastBench, DISABLED_DefaultModelShapes) {
   }
 }
 
-}  // namespace
+}  // namespace matmul_fast_test
 }  // namespace cohort::cpu

@@ -19,7 +19,7 @@
 #include "common/half.h"
 
 namespace cohort::cuda {
-namespace {
+namespace attention_test {
 
 using testing::within;
 
@@ -216,5 +216,5 @@ TEST(CudaDecodeAttention, RejectsBadShapes) {
   EXPECT_GT(decode_attention_workspace_bytes(8, 32, 128, 8192), size_t{8 * 32 * 32 * 128 * 4});
 }
 
-}  // namespace
+}  // namespace attention_test
 }  // namespace cohort::cuda

@@ -17,7 +17,7 @@
 #include "engine/candidates.h"
 
 namespace cohort::cuda {
-namespace {
+namespace best_logits_test {
 
 // Rows of normal logits; with `coarse`, rounded to quarters, so that most
 // logits tie with others; a few NaN, infinities and zeros of both signs.
@@ -140,5 +140,5 @@ TEST(CudaBestLogits, RefusesAnImpossibleK) {
   EXPECT_THROW(best_logits(logits.data(), 1, 16, kMaxBestK + 1, nullptr, out.data(), nullptr), Error);
 }
 
-}  // namespace
+}  // namespace best_logits_test
 }  // namespace cohort::cuda

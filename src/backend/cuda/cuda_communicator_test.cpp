@@ -31,7 +31,7 @@
 #include "common/error.h"
 
 namespace cohort::cuda {
-namespace {
+namespace cuda_communicator_test {
 
 constexpr size_t kCapacity = size_t{1} << 20;  // F32 elements of staging per rank
 
@@ -212,5 +212,5 @@ TEST(CudaStagedCommunicator, TooLargeAReductionIsAClearError) {
   }
 }
 
-}  // namespace
+}  // namespace cuda_communicator_test
 }  // namespace cohort::cuda

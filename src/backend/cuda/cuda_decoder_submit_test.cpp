@@ -13,7 +13,7 @@
 #include "model/model.h"
 
 namespace cohort::cuda {
-namespace {
+namespace cuda_decoder_submit_test {
 
 TEST(CudaDecoderSubmit, GivesDecodesLogitsBitForBit) {
   COHORT_REQUIRE_CUDA_DEVICE();
@@ -103,5 +103,5 @@ TEST(CudaDecoderSubmit, WarmUpRunsEachBatchSizeTwiceAndChangesNoLogits) {
   std::filesystem::remove(path);
 }
 
-}  // namespace
+}  // namespace cuda_decoder_submit_test
 }  // namespace cohort::cuda

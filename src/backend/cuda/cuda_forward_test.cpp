@@ -31,7 +31,7 @@
 #include "model/random_model.h"
 
 namespace cohort::cuda {
-namespace {
+namespace cuda_forward_test {
 
 constexpr double kMaxMeanKld = 1e-3;
 constexpr int kPrefillA = 40, kPrefillB = 27, kDecodeSteps = 24;
@@ -335,5 +335,5 @@ INSTANTIATE_TEST_SUITE_P(
                          gguf::type_name(std::get<1>(p.param)));
     });
 
-}  // namespace
+}  // namespace cuda_forward_test
 }  // namespace cohort::cuda

@@ -18,7 +18,7 @@
 #include "quant/quant.h"
 
 namespace cohort::cuda {
-namespace {
+namespace dequantize_test {
 
 using gguf::TensorType;
 
@@ -145,5 +145,5 @@ TEST(CudaDevices, ListsDevicesOrSaysWhyThereAreNone) {
   for (size_t i = 0; i < list.peer.size(); ++i) EXPECT_FALSE(list.peer[i][i]);
 }
 
-}  // namespace
+}  // namespace dequantize_test
 }  // namespace cohort::cuda

@@ -16,7 +16,7 @@
 #include "common/half.h"
 
 namespace cohort::cuda {
-namespace {
+namespace elementwise_test {
 
 using testing::as_bf16;
 using testing::within;
@@ -218,5 +218,5 @@ TEST(CudaElementwise, RejectsBadShapesAndAlignment) {
   EXPECT_THROW(rope(c, p, 64, nullptr, 1, 1, 128, nullptr), Error);
 }
 
-}  // namespace
+}  // namespace elementwise_test
 }  // namespace cohort::cuda

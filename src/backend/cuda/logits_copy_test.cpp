@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace cohort::cuda {
-namespace {
+namespace logits_copy_test {
 
 TEST(LogitsCopy, ChunksCoverTheRowsInWholeBlocksOf256) {
   EXPECT_EQ(logits_chunk_rows(128256), 16128);  // 7 x 16,128 + 15,360
@@ -20,5 +20,5 @@ TEST(LogitsCopy, ChunksCoverTheRowsInWholeBlocksOf256) {
   }
 }
 
-}  // namespace
+}  // namespace logits_copy_test
 }  // namespace cohort::cuda

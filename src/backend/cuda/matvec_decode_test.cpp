@@ -16,7 +16,7 @@
 #include "quant/quant.h"
 
 namespace cohort::cuda::kernels::matvec_decode {
-namespace {
+namespace matvec_decode_test {
 
 using gguf::TensorType;
 
@@ -87,5 +87,5 @@ TEST(MatvecDecode, BytesBecomeExactFloats) {
   }
 }
 
-}  // namespace
+}  // namespace matvec_decode_test
 }  // namespace cohort::cuda::kernels::matvec_decode

@@ -16,7 +16,7 @@
 #include "common/error.h"
 
 namespace cohort::cuda {
-namespace {
+namespace matvec_parts_test {
 
 using gguf::TensorType;
 
@@ -109,5 +109,5 @@ TEST(CudaMatvecParts, RejectsNoPartsAndTooMany) {
   EXPECT_THROW(matvec_q8_parts(TensorType::Q8_0, four, p, OutType::bf16, 1, 256, nullptr), Error);
 }
 
-}  // namespace
+}  // namespace matvec_parts_test
 }  // namespace cohort::cuda

@@ -19,7 +19,7 @@
 #include "common/half.h"
 
 namespace cohort::cuda::kernels::matvec_q8 {
-namespace {
+namespace matvec_q8_decode_test {
 
 using gguf::TensorType;
 
@@ -94,5 +94,5 @@ TEST(MatvecQ8Host, EveryDecoderMatchesTheDequantizedProduct) {
   check<Q4_1>(TensorType::Q4_1, 96, 9);
 }
 
-}  // namespace
+}  // namespace matvec_q8_decode_test
 }  // namespace cohort::cuda::kernels::matvec_q8

@@ -15,7 +15,7 @@
 #include "common/error.h"
 
 namespace cohort::cuda {
-namespace {
+namespace matvec_q8_test {
 
 using gguf::TensorType;
 using testing::within;
@@ -156,5 +156,5 @@ TEST(CudaMatvecQ8, RejectsBadShapesTypesAndAlignment) {
   EXPECT_FALSE(can_matvec_q8(TensorType::Q2_K));
 }
 
-}  // namespace
+}  // namespace matvec_q8_test
 }  // namespace cohort::cuda

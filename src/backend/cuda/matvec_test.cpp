@@ -15,7 +15,7 @@
 #include "quant/quant.h"
 
 namespace cohort::cuda {
-namespace {
+namespace matvec_test {
 
 using gguf::TensorType;
 using testing::within;
@@ -150,5 +150,5 @@ TEST(CudaMatvec, RejectsBadShapesTypesAndAlignment) {
   EXPECT_FALSE(can_matvec(TensorType::Q2_K));
 }
 
-}  // namespace
+}  // namespace matvec_test
 }  // namespace cohort::cuda

@@ -23,7 +23,7 @@
 #include "common/error.h"
 
 namespace cohort::cuda {
-namespace {
+namespace mmd_test {
 
 using gguf::TensorType;
 using testing::within;
@@ -160,5 +160,5 @@ TEST(CudaMmd, RefusesWhatItCannotDo) {
   EXPECT_THROW(mmd(TensorType::Q4_K, w, x, y, OutType::f32, -1, 256, 4, nullptr), Error);
 }
 
-}  // namespace
+}  // namespace mmd_test
 }  // namespace cohort::cuda

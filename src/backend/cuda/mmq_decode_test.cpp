@@ -19,7 +19,7 @@
 #include "backend/cuda/matvec_q8_test_util.h"
 
 namespace cohort::cuda::kernels::mmq {
-namespace {
+namespace mmq_decode_test {
 
 using gguf::TensorType;
 
@@ -101,5 +101,5 @@ TEST(MmqHost, EveryDecoderMatchesTheDequantizedProduct) {
   check<Q8_0>(TensorType::Q8_0, 384, 7);  // three steps of four blocks
 }
 
-}  // namespace
+}  // namespace mmq_decode_test
 }  // namespace cohort::cuda::kernels::mmq

@@ -24,7 +24,7 @@
 #include "common/error.h"
 
 namespace cohort::cuda {
-namespace {
+namespace mmq_test {
 
 using gguf::TensorType;
 using testing::within;
@@ -169,5 +169,5 @@ TEST(CudaMmq, RefusesWhatItCannotDo) {
   EXPECT_THROW(mmq(TensorType::Q4_K, w, xq, y, OutType::f32, -1, 256, 4, nullptr), Error);
 }
 
-}  // namespace
+}  // namespace mmq_test
 }  // namespace cohort::cuda

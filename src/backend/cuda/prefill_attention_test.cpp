@@ -18,7 +18,7 @@
 #include "common/half.h"
 
 namespace cohort::cuda {
-namespace {
+namespace prefill_attention_test {
 
 using testing::within;
 
@@ -256,5 +256,5 @@ TEST(CudaPrefillAttention, RejectsBadShapes) {
   EXPECT_THROW(prefill_attention(cache, b, tiles, 1, table, 0, 4, 1.0f, b, nullptr), Error);
 }
 
-}  // namespace
+}  // namespace prefill_attention_test
 }  // namespace cohort::cuda

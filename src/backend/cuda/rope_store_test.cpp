@@ -20,7 +20,7 @@
 #include "common/error.h"
 
 namespace cohort::cuda {
-namespace {
+namespace rope_store_test {
 
 struct Shape {
   int64_t n_head_kv, gqa, head_dim, n_rot, n_tok;
@@ -133,5 +133,5 @@ TEST(CudaRopeStore, RejectsBadShapes) {
                Error);
 }
 
-}  // namespace
+}  // namespace rope_store_test
 }  // namespace cohort::cuda

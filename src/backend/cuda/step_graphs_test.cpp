@@ -8,7 +8,7 @@
 #include "backend/cuda/cuda_test_util.h"
 
 namespace cohort::cuda {
-namespace {
+namespace step_graphs_test {
 
 TEST(CudaStepGraphs, TableWidthBucketCoversTheContextAndIsAPowerOfTwoFromSixteen) {
   for (int32_t max_blocks : {16, 100, 256, 11250}) {
@@ -88,5 +88,5 @@ TEST(CudaStepGraphs, AShapeRunsEagerlyOnceThenItsGraphFollowsTheTableWidth) {
   CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
-}  // namespace
+}  // namespace step_graphs_test
 }  // namespace cohort::cuda
