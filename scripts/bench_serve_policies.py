@@ -15,11 +15,13 @@ lengths uniform within +-50% of IN and OUT tokens, seed 1).
 
 Per request (scenarios of at most 4 requests), the table gives the time to the
 first token and the largest gap between two chunks against the request's median
-gap. With --logprobs every request asks for its tokens' log-probabilities, so
-that a chunk's tokens are counted: a server sends nothing for a token that ends
-inside a UTF-8 character, and the next chunk carries both. The largest gap is
-then also given per token of the chunk that ends it ("per token"), which tells a
-gap the scheduler made from one the text made.
+gap. A server sends nothing for a token that ends inside a UTF-8 character, and
+the next chunk carries both tokens: without log-probabilities a two-token
+character is a gap of two steps. With --logprobs every request asks for its
+tokens' log-probabilities, and cohort then sends every token in a chunk of its
+own (its text empty until the character is whole), so each token's arrival is
+timed; where a server still puts several tokens in one chunk, the largest gap is
+also given per token of the chunk that ends it ("per token").
 
 With --llama-server PATH, llama-server runs the same scenarios on the same
 model with the same -np, -c and -b, with continuous batching and with

@@ -12,8 +12,8 @@
 # Markdown tables on stdout; JSON reports and the inter-token-gap plots
 # (itl-<scenario>.png) under ${OUT:-/tmp/cohort-serve}. NO_TG_QUANTUM=1 leaves
 # out the --tg-quantum run, POLICIES picks the policies (default all four),
-# LOGPROBS=1 has every request ask for log-probabilities (each chunk's tokens
-# counted: the per-token gaps in the tables).
+# LOGPROBS=1 has every request ask for log-probabilities (a chunk per token,
+# so a character that spans tokens no longer shows as a gap of two steps).
 # MODEL names the GGUF (default: written here, with Llama 3.1's training
 # context of 131,072: llama-server caps a slot's context at the file's);
 # VOCAB names a GGUF whose tokenizer the written model gets (the default

@@ -262,7 +262,8 @@ void register_bench_serve(CLI::App& app) {
   cmd->add_option("--max-concurrency", o->max_concurrency, "most requests in flight at once (0: no limit)");
   cmd->add_flag("--ignore-eos,!--no-ignore-eos", o->ignore_eos, "generate exactly max_tokens (default: on)");
   cmd->add_flag("--logprobs", o->logprobs,
-                "ask every token's log-probability, so that chunks carrying several tokens are counted");
+                "ask each token's log-probability: a chunk's tokens are counted, and cohort\n"
+                "sends a chunk per token even where a character spans tokens");
   cmd->add_option("--temperature", o->temperature, "temperature of every request (< 0: the server's default)");
   cmd->add_option("--response-format", o->response_format,
                   "JSON file: the response_format object every request carries (structured output)")

@@ -26,9 +26,9 @@ struct ServeTarget {
   std::string model;                         // "model" of every request
   bool ignore_eos = true;                    // generate max_tokens exactly
   double temperature = 0;                    // < 0: leave to the server
-  bool logprobs = false;                     // ask each token's log-probability, so that a chunk's
-                                             // tokens are counted (a chunk may carry several where
-                                             // a character spans tokens)
+  bool logprobs = false;                     // ask each token's log-probability: each chunk's
+                                             // tokens are counted, and cohort sends a chunk per
+                                             // token even where a character spans tokens
   nlohmann::json response_format;            // structured output of every request; null: none
   HttpRequestOptions http;
 };

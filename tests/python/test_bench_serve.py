@@ -155,3 +155,23 @@ def test_unreachable_server_is_an_error(cohort_bin):
     res = run_cohort(cohort_bin, "bench-serve", "--port", port, "--num-prompts", 1, check=False, timeout=30)
     assert res.returncode != 0
     assert res.stderr.startswith("error:") and f"cannot connect to 127.0.0.1:{port}" in res.stderr, res.stderr
+
+
+def test_logprobs_time_every_token_where_a_character_spans_tokens(cohort_bin, server, tmp_path):
+    """Greedy emoji from the default model are several tokens each: without
+    --logprobs the server sends a chunk only once a character is whole, so
+    chunks are fewer than tokens; with it every token comes in a chunk of its
+    own (its text empty until the character is whole), each one timed."""
+    _, port = server
+    scenario = tmp_path / "emoji.json"
+    scenario.write_text(json.dumps([{"name": "emoji", "at": 0, "prompt": "Emoji story: 🦄🐉🧚🦄🐉🧚🦄",
+                                     "max_tokens": 12}]))
+    plain = json.loads(bench(cohort_bin, port, "--scenario", scenario, "-o", "json").stdout)
+    counted = json.loads(bench(cohort_bin, port, "--scenario", scenario, "--logprobs", "-o", "json").stdout)
+    assert plain["config"]["logprobs"] is False and counted["config"]["logprobs"] is True
+    p, c = plain["requests"][0], counted["requests"][0]
+    assert p["completion_tokens"] == c["completion_tokens"] == 12
+    assert len(p["chunk_s"]) < 12, p["chunk_s"]  # characters held until whole
+    assert c["chunk_tokens"] == [1] * 12
+    assert plain["summary"]["itl_ms"]["n"] == len(p["chunk_s"]) - 1
+    assert counted["summary"]["itl_ms"]["n"] == 11
