@@ -66,6 +66,8 @@ struct Slot {
 
   // Row index in a cache viewed as [n_blocks * block_size, ...].
   int64_t index(int block_size) const { return int64_t{block} * block_size + offset; }
+  // The slot of such a row index (index()'s inverse).
+  static Slot at(int32_t index, int block_size) { return {index / block_size, index % block_size}; }
 };
 
 // The slot of position `pos` of a sequence whose block table is `table`.

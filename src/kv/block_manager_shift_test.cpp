@@ -2,7 +2,6 @@
 // of a round may run at once, that shared blocks are never written, and that
 // the accounting stays sound through random shifts, appends and frees.
 #include <map>
-#include <numeric>
 #include <random>
 #include <set>
 #include <vector>
@@ -11,15 +10,12 @@
 
 #include "common/error.h"
 #include "kv/block_manager.h"
+#include "kv/kv_testing.h"
 
 namespace cohort::kv {
 namespace block_manager_shift_test {
 
-std::vector<int32_t> iota_tokens(int n, int32_t first = 100) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  std::iota(t.begin(), t.end(), first);
-  return t;
-}
+using testing::iota_tokens;
 
 // What a cache row holds in this model of the device: the position whose K/V
 // a prefill wrote there, and the rotation applied since.

@@ -2,22 +2,18 @@
 // mapping, prefix sharing through commit, and running out of blocks.
 #include "kv/block_manager.h"
 
-#include <numeric>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "kv/kv_testing.h"
 
 namespace cohort::kv {
 namespace block_manager_test {
 
-std::vector<int32_t> iota_tokens(int n, int32_t first = 100) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  std::iota(t.begin(), t.end(), first);
-  return t;
-}
+using testing::iota_tokens;
 
 std::string error_of(auto&& act) {
   try {
@@ -287,6 +283,19 @@ TEST(BlockManager, EmptyPromptAllocatesNothing) {
   BlockManager m(2, 4);
   EXPECT_EQ(m.allocate(0, std::span<const int32_t>()), 0);
   EXPECT_TRUE(m.block_table(0).empty());
+}
+
+TEST(BlockManager, SlotOfARowIndexIsIndexsInverse) {
+  for (int block_size : {1, 16, 64}) {
+    for (int32_t row : {0, 1, block_size - 1, block_size, 5 * block_size + 3, 1000 * block_size - 1}) {
+      const Slot s = Slot::at(row, block_size);
+      EXPECT_GE(s.offset, 0);
+      EXPECT_LT(s.offset, block_size);
+      EXPECT_EQ(s.index(block_size), row) << "block size " << block_size;
+    }
+  }
+  EXPECT_EQ(Slot::at(37, 16).block, 2);
+  EXPECT_EQ(Slot::at(37, 16).offset, 5);
 }
 
 }  // namespace block_manager_test

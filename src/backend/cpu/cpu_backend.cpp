@@ -118,7 +118,7 @@ void CpuBackend::move_kv_rows(const backend::StepInput& in) {
   const int bs = shape.block_size;
   for (int layer = 0; layer < shape.n_layer; ++layer) {
     for (const kv::RowMove& mv : in.kv_moves) {
-      const kv::Slot src{mv.src / bs, mv.src % bs}, dst{mv.dst / bs, mv.dst % bs};
+      const kv::Slot src = kv::Slot::at(mv.src, bs), dst = kv::Slot::at(mv.dst, bs);
       if (mv.delta == 0) {
         std::memcpy(kv_.k(layer, dst), kv_.k(layer, src), shape.k_row_bytes());
       } else {
@@ -137,7 +137,7 @@ void CpuBackend::store_kv(int layer, ConstTensorView k, ConstTensorView v,
   const kv::KvCacheShape& shape = kv_.shape();
   for (int64_t t = 0; t < in.n_tok; ++t) {
     const int32_t slot = in.kv_slots[static_cast<size_t>(t)];
-    const kv::Slot s{slot / in.block_size, slot % in.block_size};
+    const kv::Slot s = kv::Slot::at(slot, in.block_size);
     quant::quantize(shape.type_k, k.f32() + t * row, kv_.k(layer, s), row);
     quant::quantize(shape.type_v, v.f32() + t * row, kv_.v(layer, s), row);
   }
