@@ -1,5 +1,7 @@
-// GPU ranks sharing one device, through the host (-ar host,
-// StagedCommunicator) and through device memory (-ar p2p, P2pCommunicator):
+// GPU ranks sharing one device, and where several GPUs are visible also
+// spread over them (rank r on GPU r mod count, so real peers), through the
+// host (-ar host, StagedCommunicator) and through device memory (-ar p2p,
+// P2pCommunicator):
 // every rank's BF16 device buffer receives bf16(sum in rank order of its
 // contributions), the rounding done here in double arithmetic, bit for bit
 // on every rank, at sizes from 8 elements to the capacity (one kernel block
@@ -59,48 +61,55 @@ uint16_t bf16_reference(float x) {
 
 class CudaCommunicator : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(CudaCommunicator, RanksSharingOneGpuGetTheRankOrderSum) {
+TEST_P(CudaCommunicator, RanksOnOneGpuOrSpreadOverGpusGetTheRankOrderSum) {
   COHORT_REQUIRE_CUDA_DEVICE();
-  for (int n_ranks : {2, 3, 4}) {
-    for (int64_t n : {int64_t{8}, int64_t{4096}, int64_t{4104}, int64_t{kCapacity}}) {
-      std::vector<uint16_t> expect(static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i) {
-        float acc = f32(input(0, i));
-        for (int r = 1; r < n_ranks; ++r) acc += f32(input(r, i));
-        expect[static_cast<size_t>(i)] = bf16_reference(acc);
-      }
-      comm::CpuGroup group(n_ranks);
-      std::vector<std::vector<uint16_t>> got(static_cast<size_t>(n_ranks));
-      std::vector<std::thread> threads;
-      for (int r = 0; r < n_ranks; ++r) {
-        threads.emplace_back([&, r] {
-          CUDA_CHECK(cudaSetDevice(0));
-          // Non-blocking, as the backend's: the synchronous copies below run
-          // on the legacy stream, which would otherwise wait for a peer's
-          // kernel that waits for this rank's.
-          cudaStream_t stream = nullptr;
-          CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-          {
-            const std::unique_ptr<comm::Communicator> owned = make_gpu_communicator(GetParam(), group, r, stream, kCapacity);
-            comm::Communicator& c = *owned;
-            std::vector<uint16_t> mine(static_cast<size_t>(n));
-            DeviceBuffer<uint16_t> x(static_cast<size_t>(n));
-            for (int64_t i = 0; i < n; ++i) mine[static_cast<size_t>(i)] = input(r, i);
-            for (int call = 0; call < 3; ++call) {  // the buffer is reused call after call
-              // On the rank's stream: a plain copy from pageable memory may
-              // return before its data lands, unordered with that stream.
-              CUDA_CHECK(cudaMemcpyAsync(x.data(), mine.data(), mine.size() * 2, cudaMemcpyHostToDevice, stream));
-              c.all_reduce_sum(comm::Buffer{x.data(), comm::DType::bf16, n}, comm::Queue{stream});
-              CUDA_CHECK(cudaStreamSynchronize(stream));
+  int n_gpus = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&n_gpus));
+  for (const bool spread : {false, true}) {
+    if (spread && n_gpus < 2) continue;
+    for (int n_ranks : {2, 3, 4}) {
+      for (int64_t n : {int64_t{8}, int64_t{4096}, int64_t{4104}, int64_t{kCapacity}}) {
+        std::vector<uint16_t> expect(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) {
+          float acc = f32(input(0, i));
+          for (int r = 1; r < n_ranks; ++r) acc += f32(input(r, i));
+          expect[static_cast<size_t>(i)] = bf16_reference(acc);
+        }
+        comm::CpuGroup group(n_ranks);
+        std::vector<std::vector<uint16_t>> got(static_cast<size_t>(n_ranks));
+        std::vector<std::thread> threads;
+        for (int r = 0; r < n_ranks; ++r) {
+          threads.emplace_back([&, r] {
+            CUDA_CHECK(cudaSetDevice(spread ? r % n_gpus : 0));
+            // Non-blocking, as the backend's: the synchronous copies below run
+            // on the legacy stream, which would otherwise wait for a peer's
+            // kernel that waits for this rank's.
+            cudaStream_t stream = nullptr;
+            CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+            {
+              const std::unique_ptr<comm::Communicator> owned =
+                  make_gpu_communicator(GetParam(), group, r, stream, kCapacity);
+              comm::Communicator& c = *owned;
+              std::vector<uint16_t> mine(static_cast<size_t>(n));
+              DeviceBuffer<uint16_t> x(static_cast<size_t>(n));
+              for (int64_t i = 0; i < n; ++i) mine[static_cast<size_t>(i)] = input(r, i);
+              for (int call = 0; call < 3; ++call) {  // the buffer is reused call after call
+                // On the rank's stream: a plain copy from pageable memory may
+                // return before its data lands, unordered with that stream.
+                CUDA_CHECK(cudaMemcpyAsync(x.data(), mine.data(), mine.size() * 2, cudaMemcpyHostToDevice, stream));
+                c.all_reduce_sum(comm::Buffer{x.data(), comm::DType::bf16, n}, comm::Queue{stream});
+                CUDA_CHECK(cudaStreamSynchronize(stream));
+              }
+              got[static_cast<size_t>(r)] = x.download();
             }
-            got[static_cast<size_t>(r)] = x.download();
-          }
-          CUDA_CHECK(cudaStreamDestroy(stream));
-        });
-      }
-      for (std::thread& t : threads) t.join();
-      for (int r = 0; r < n_ranks; ++r) {
-        EXPECT_EQ(got[static_cast<size_t>(r)], expect) << n_ranks << " ranks, " << n << " elements, rank " << r;
+            CUDA_CHECK(cudaStreamDestroy(stream));
+          });
+        }
+        for (std::thread& t : threads) t.join();
+        for (int r = 0; r < n_ranks; ++r) {
+          EXPECT_EQ(got[static_cast<size_t>(r)], expect)
+              << n_ranks << " ranks" << (spread ? " over the GPUs, " : " on one GPU, ") << n << " elements, rank " << r;
+        }
       }
     }
   }
