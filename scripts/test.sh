@@ -6,10 +6,10 @@
 #      comparisons once more against llama.cpp built without AVX-512
 #      (scripts/llama_cpp_variant.sh) where this CPU's native build differs
 #      from that one (on a CPU without AVX-512 they are the same build).
-#      Beside it, at the lowest CPU priority, the sanitizer and fuzzer builds: compiling is not
-#      timing-sensitive, takes the cores the tests leave idle (their servers'
-#      waits, single-threaded steps), and leaves the tests' timing as on an
-#      idle machine;
+#      Beside it, at the lowest CPU priority, the sanitizer and fuzzer
+#      builds: compiling is not timing-sensitive, takes the cores the tests
+#      leave idle (their servers' waits, single-threaded steps), and leaves
+#      the tests' timing as on an idle machine;
 #   2. the checked lane: the unit tests under AddressSanitizer +
 #      UndefinedBehaviorSanitizer, then the adversarial-file tests with that
 #      binary beside the GGUF reader fuzzer (libFuzzer, one core, a fixed
@@ -125,7 +125,11 @@ asan_unit_tests() {
     pids+=($!)
   done
   for i in "${!pids[@]}"; do
-    wait "${pids[$i]}" || { status=1; echo "== shard $i of the sanitized unit tests failed:"; tail -n 80 "$LOGS/asan-unit-$i.log"; }
+    wait "${pids[$i]}" || {
+      status=1
+      echo "== shard $i of the sanitized unit tests failed:"
+      tail -n 80 "$LOGS/asan-unit-$i.log"
+    }
   done
   grep -hE "^\[  (PASSED|FAILED|SKIPPED) |tests? from .* ran" "$LOGS"/asan-unit-*.log
   return $status
