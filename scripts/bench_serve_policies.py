@@ -32,6 +32,7 @@ import argparse
 import json
 import pathlib
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -108,12 +109,6 @@ def scenario_name(scenario):
     return text.replace(":", "-") if text.startswith("poisson:") else scenario.stem
 
 
-def median(values):
-    v = sorted(values)
-    n = len(v)
-    return 0.0 if n == 0 else (v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2)
-
-
 def gaps(request):
     """(gap in ms, tokens of the chunk that ends it) for each pair of chunks."""
     c, k = request["chunk_s"], request.get("chunk_tokens") or []
@@ -128,7 +123,7 @@ def per_request(report):
         c = r["chunk_s"]
         ttft = (c[0] - r["send_s"]) * 1e3 if c else float("nan")
         g = gaps(r)
-        med = median([ms / n for ms, n in g])
+        med = statistics.median([ms / n for ms, n in g]) if g else 0.0
         worst = max((ms for ms, _ in g), default=0.0)
         text = f"{r['name']}: TTFT {ttft:.0f}, max gap {worst:.1f} ({worst / med if med else 0:.2f}x median)"
         if any(n > 1 for _, n in g):

@@ -98,8 +98,7 @@ def benches():
     print("\n| model | GPUs | AllReduce | pp512 t/s | tg128 t/s | tg128 / one GPU | per GPU |")
     print("|---|---:|---|---:|---:|---:|---:|")
     for name in ("llama3-8b", "llama3-70b"):
-        _, tg1 = tokens_per_second(f"bench-{name}-1.json")
-        pp1, _ = tokens_per_second(f"bench-{name}-1.json")
+        pp1, tg1 = tokens_per_second(f"bench-{name}-1.json")
         f = lambda v: f"{v:,.1f}" if v else "-"
         print(f"| {name} | 1 | - | {f(pp1)} | {f(tg1)} | 1.00 | 1.00 |")
         for n in (2, 3, 4):
