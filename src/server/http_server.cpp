@@ -124,6 +124,10 @@ void HttpServer::stop() {
     std::lock_guard<std::mutex> lock(lifecycle_mutex_);
     if (!started_ || stopped_ || stopping_.exchange(true)) return;
   }
+  // A worker that saw stopping_ false under queue_mutex_ is waiting once the
+  // lock is free again, so the notification cannot fall between its check
+  // and its wait (a lost wakeup there left stop() joining it forever).
+  { std::lock_guard<std::mutex> lock(queue_mutex_); }
   queue_ready_.notify_all();
   if (loop_) loop_->stop();  // no worker is started after this
   for (std::thread& t : workers_) t.join();

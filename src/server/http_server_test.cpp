@@ -207,6 +207,27 @@ TEST_F(HttpServerTest, StopEndsIdleConnectionsAndWaitingHandlersPromptly) {
   server_.wait();  // returns at once after stop
 }
 
+// stop() right after start() finds workers still starting: each must see it,
+// however its check of the flag and its wait fall around the notification.
+// A stop that hangs is left running (the server leaked) so the test fails
+// instead of waiting on it.
+TEST(HttpServer, StopRightAfterStartEndsEveryWorker) {
+  for (int i = 0; i < 300; ++i) {
+    HttpServerOptions o;
+    o.n_threads = 4;
+    auto* server = new HttpServer(o);
+    server->start("127.0.0.1", 0);
+    auto stopped = std::make_shared<std::promise<void>>();
+    std::future<void> done = stopped->get_future();
+    std::thread([server, stopped] {
+      server->stop();
+      stopped->set_value();
+    }).detach();
+    ASSERT_EQ(done.wait_for(10s), std::future_status::ready) << "stop() still waiting after 10 s, round " << i;
+    delete server;
+  }
+}
+
 // Three workers at start; six handlers that block do not keep /ping waiting.
 TEST_F(HttpServerTest, BlockedHandlersDoNotStarveOtherRequests) {
   std::vector<std::unique_ptr<testing::ClientSocket>> clients;
