@@ -59,63 +59,75 @@ uint16_t bf16_reference(float x) {
   return static_cast<uint16_t>(std::bit_cast<uint32_t>(r) >> 16);
 }
 
+// bf16(sum in rank order) of n elements of n_ranks ranks.
+std::vector<uint16_t> expected_sum(int n_ranks, int64_t n) {
+  std::vector<uint16_t> expect(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    float acc = f32(input(0, i));
+    for (int r = 1; r < n_ranks; ++r) acc += f32(input(r, i));
+    expect[static_cast<size_t>(i)] = bf16_reference(acc);
+  }
+  return expect;
+}
+
+// Rank r's n elements after three reductions in a row on the same buffer
+// (each started from its inputs), the rank on GPU r mod n_gpus.
+std::vector<uint16_t> one_rank(const std::string& transport, comm::CpuGroup& group, int r, int n_gpus, int64_t n) {
+  CUDA_CHECK(cudaSetDevice(r % n_gpus));
+  // Non-blocking, as the backend's: the synchronous copies below run on the
+  // legacy stream, which would otherwise wait for a peer's kernel that waits
+  // for this rank's.
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::vector<uint16_t> got;
+  {
+    const std::unique_ptr<comm::Communicator> c = make_gpu_communicator(transport, group, r, stream, kCapacity);
+    std::vector<uint16_t> mine(static_cast<size_t>(n));
+    DeviceBuffer<uint16_t> x(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) mine[static_cast<size_t>(i)] = input(r, i);
+    for (int call = 0; call < 3; ++call) {
+      // On the rank's stream: a plain copy from pageable memory may return
+      // before its data lands, unordered with that stream.
+      CUDA_CHECK(cudaMemcpyAsync(x.data(), mine.data(), mine.size() * 2, cudaMemcpyHostToDevice, stream));
+      c->all_reduce_sum(comm::Buffer{x.data(), comm::DType::bf16, n}, comm::Queue{stream});
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
+    got = x.download();
+  }
+  CUDA_CHECK(cudaStreamDestroy(stream));
+  return got;
+}
+
 class CudaCommunicator : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaCommunicator, RanksOnOneGpuOrSpreadOverGpusGetTheRankOrderSum) {
   COHORT_REQUIRE_CUDA_DEVICE();
   int n_gpus = 0;
   CUDA_CHECK(cudaGetDeviceCount(&n_gpus));
-  for (const bool spread : {false, true}) {
-    if (spread && n_gpus < 2) continue;
+  std::vector<int> layouts = {1};  // the GPUs the ranks are spread over
+  if (n_gpus > 1) layouts.push_back(n_gpus);
+  for (const int gpus : layouts) {
     for (int n_ranks : {2, 3, 4}) {
       for (int64_t n : {int64_t{8}, int64_t{4096}, int64_t{4104}, int64_t{kCapacity}}) {
-        std::vector<uint16_t> expect(static_cast<size_t>(n));
-        for (int64_t i = 0; i < n; ++i) {
-          float acc = f32(input(0, i));
-          for (int r = 1; r < n_ranks; ++r) acc += f32(input(r, i));
-          expect[static_cast<size_t>(i)] = bf16_reference(acc);
-        }
+        const std::vector<uint16_t> expect = expected_sum(n_ranks, n);
         comm::CpuGroup group(n_ranks);
         std::vector<std::vector<uint16_t>> got(static_cast<size_t>(n_ranks));
         std::vector<std::thread> threads;
         for (int r = 0; r < n_ranks; ++r) {
-          threads.emplace_back([&, r] {
-            CUDA_CHECK(cudaSetDevice(spread ? r % n_gpus : 0));
-            // Non-blocking, as the backend's: the synchronous copies below run
-            // on the legacy stream, which would otherwise wait for a peer's
-            // kernel that waits for this rank's.
-            cudaStream_t stream = nullptr;
-            CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-            {
-              const std::unique_ptr<comm::Communicator> owned =
-                  make_gpu_communicator(GetParam(), group, r, stream, kCapacity);
-              comm::Communicator& c = *owned;
-              std::vector<uint16_t> mine(static_cast<size_t>(n));
-              DeviceBuffer<uint16_t> x(static_cast<size_t>(n));
-              for (int64_t i = 0; i < n; ++i) mine[static_cast<size_t>(i)] = input(r, i);
-              for (int call = 0; call < 3; ++call) {  // the buffer is reused call after call
-                // On the rank's stream: a plain copy from pageable memory may
-                // return before its data lands, unordered with that stream.
-                CUDA_CHECK(cudaMemcpyAsync(x.data(), mine.data(), mine.size() * 2, cudaMemcpyHostToDevice, stream));
-                c.all_reduce_sum(comm::Buffer{x.data(), comm::DType::bf16, n}, comm::Queue{stream});
-                CUDA_CHECK(cudaStreamSynchronize(stream));
-              }
-              got[static_cast<size_t>(r)] = x.download();
-            }
-            CUDA_CHECK(cudaStreamDestroy(stream));
-          });
+          threads.emplace_back([&, r] { got[static_cast<size_t>(r)] = one_rank(GetParam(), group, r, gpus, n); });
         }
         for (std::thread& t : threads) t.join();
         for (int r = 0; r < n_ranks; ++r) {
           EXPECT_EQ(got[static_cast<size_t>(r)], expect)
-              << n_ranks << " ranks" << (spread ? " over the GPUs, " : " on one GPU, ") << n << " elements, rank " << r;
+              << n_ranks << " ranks on " << gpus << " GPU(s), " << n << " elements, rank " << r;
         }
       }
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, CudaCommunicator, ::testing::Values("host", "p2p"));
+// Named "Cuda/..." as the other GPU suites, so that the GPU script's Cuda* filter runs it.
+INSTANTIATE_TEST_SUITE_P(Cuda, CudaCommunicator, ::testing::Values("host", "p2p"));
 
 TEST(CudaP2pCommunicator, AMillionReductionsInAReplayedGraphAcrossTheTokenWrap) {
   COHORT_REQUIRE_CUDA_DEVICE();
