@@ -54,7 +54,8 @@ release_lane() {
   # computed in the python tests, is read back by the AVX2 run instead of
   # computed again (tests/python/run_cache.py).
   export COHORT_TEST_RESULTS_CACHE=$LOGS/test-results
-  stage "unit tests (release)" ctest --test-dir build --output-on-failure -j "$JOBS" --timeout 600
+  # The slowest unit test takes 2.5 s on 2 cores: a test past 120 s hangs.
+  stage "unit tests (release)" ctest --test-dir build --output-on-failure -j "$JOBS" --timeout 120
   stage "python tests" python3 -m pytest -q --durations=12 tests/python
   # On a CPU without AVX-512 the native build has the AVX2 build's kernels
   # (llama.cpp reports the same features for both): the run would repeat the
@@ -116,11 +117,11 @@ side_builds() {
 # The unit tests under the sanitizers, in one process a core (gtest's
 # shards) rather than one a test as ctest runs them: a process of that
 # build takes 0.2 s of CPU to start and to check for leaks at its exit, about
-# 110 s over the suite.
+# 110 s over the suite. A shard takes 80-100 s on 2 cores; one past 600 s hangs.
 asan_unit_tests() {
   local i status=0 pids=()
   for ((i = 0; i < JOBS; i++)); do
-    (cd build-asan/src && GTEST_TOTAL_SHARDS=$JOBS GTEST_SHARD_INDEX=$i timeout 1800 \
+    (cd build-asan/src && GTEST_TOTAL_SHARDS=$JOBS GTEST_SHARD_INDEX=$i timeout 600 \
       ../bin/cohort_tests --gtest_brief=1) >"$LOGS/asan-unit-$i.log" 2>&1 &
     pids+=($!)
   done
