@@ -4,8 +4,9 @@
 // P2pCommunicator):
 // every rank's BF16 device buffer receives bf16(sum in rank order of its
 // contributions), the rounding done here in double arithmetic, bit for bit
-// on every rank, at sizes from 8 elements to the capacity (one kernel block
-// and many), for 2 to 4 ranks and several calls in a row; p2p also inside a
+// on every rank, at 8 elements, on both sides of each step in p2p's block
+// count and at the capacity, for 2 to 4 ranks and several calls in a row;
+// p2p also inside a
 // CUDA graph replayed for 1,000,000 reductions that start with the call
 // counters just below 2^32; too large a reduction is a clear error. NCCL
 // (-ar nccl) with one rank per visible GPU.
@@ -98,6 +99,19 @@ std::vector<uint16_t> one_rank(const std::string& transport, comm::CpuGroup& gro
   return got;
 }
 
+// The sizes checked, multiples of 8: the smallest; both sides of each step in
+// p2p's block count (one block to two, and to the most that ranks sharing a
+// GPU get, max_blocks); and the capacity.
+std::vector<int64_t> sizes_for(int max_blocks) {
+  int64_t two = 8, most = 8;
+  while (p2p_blocks(two, max_blocks) < 2) two += 8;
+  while (p2p_blocks(most, max_blocks) < max_blocks) most += 8;
+  std::vector<int64_t> sizes = {8, two - 8, two, most - 8, most, static_cast<int64_t>(kCapacity)};
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
 class CudaCommunicator : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaCommunicator, RanksOnOneGpuOrSpreadOverGpusGetTheRankOrderSum) {
@@ -108,7 +122,7 @@ TEST_P(CudaCommunicator, RanksOnOneGpuOrSpreadOverGpusGetTheRankOrderSum) {
   if (n_gpus > 1) layouts.push_back(n_gpus);
   for (const int gpus : layouts) {
     for (int n_ranks : {2, 3, 4}) {
-      for (int64_t n : {int64_t{8}, int64_t{4096}, int64_t{4104}, int64_t{kCapacity}}) {
+      for (int64_t n : sizes_for(p2p_max_blocks((n_ranks + gpus - 1) / gpus))) {
         const std::vector<uint16_t> expect = expected_sum(n_ranks, n);
         comm::CpuGroup group(n_ranks);
         std::vector<std::vector<uint16_t>> got(static_cast<size_t>(n_ranks));
