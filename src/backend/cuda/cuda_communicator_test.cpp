@@ -188,8 +188,7 @@ TEST(CudaP2pCommunicator, AMillionReductionsInAReplayedGraphAcrossTheTokenWrap) 
     });
   }
   for (std::thread& t : threads) t.join();
-  std::vector<uint16_t> expect(n);
-  for (int64_t i = 0; i < n; ++i) expect[static_cast<size_t>(i)] = bf16_reference(f32(input(0, i)) + f32(input(1, i)));
+  const std::vector<uint16_t> expect = expected_sum(kRanks, n);
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(got[static_cast<size_t>(r)], expect) << "rank " << r;
 }
 
@@ -224,12 +223,7 @@ TEST(CudaNcclCommunicator, OneRankPerGpuGetsTheSum) {
     });
   }
   for (std::thread& t : threads) t.join();
-  std::vector<uint16_t> expect(n);
-  for (int64_t i = 0; i < n; ++i) {
-    float acc = f32(input(0, i));
-    for (int r = 1; r < n_ranks; ++r) acc += f32(input(r, i));
-    expect[static_cast<size_t>(i)] = bf16_reference(acc);
-  }
+  const std::vector<uint16_t> expect = expected_sum(n_ranks, n);
   for (int r = 0; r < n_ranks; ++r) EXPECT_EQ(got[static_cast<size_t>(r)], expect) << n_ranks << " ranks, rank " << r;
 }
 
