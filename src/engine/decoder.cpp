@@ -48,10 +48,9 @@ kv::KvCacheShape kv_shape(const model::HParams& hp, const DecoderOptions& o) {
 int ubatch_size(const DecoderOptions& o) { return std::min(o.n_ubatch, o.n_batch); }
 
 // A backend for the sizes of `hp` (a rank's, under tensor parallelism) on
-// -dev entry `device` with n_threads CPU threads. A rank whose reductions
-// go through the host (-ar host) does not replay graphs.
+// -dev entry `device` with n_threads CPU threads.
 std::unique_ptr<backend::Backend> make_backend(const model::HParams& hp, const DecoderOptions& o,
-                                               const std::string& device, int n_threads, bool tensor,
+                                               const std::string& device, int n_threads,
                                                const std::string& transport) {
   const kv::KvCacheShape kv = kv_shape(hp, o);
   backend::BackendOptions bo;
@@ -64,7 +63,7 @@ std::unique_ptr<backend::Backend> make_backend(const model::HParams& hp, const D
   bo.allreduce = transport;
   // COHORT_CUDA_GRAPHS=0 runs every step eagerly (to compare, or to rule graphs out).
   const char* graphs = std::getenv("COHORT_CUDA_GRAPHS");
-  bo.graphs = (!tensor || bo.allreduce != "host") && !(graphs != nullptr && std::string_view(graphs) == "0");
+  bo.graphs = !(graphs != nullptr && std::string_view(graphs) == "0");
   return backend::make_backend(
       bo, model::backend_limits(hp, ubatch_size(o), int64_t{kv.n_blocks} * kv.block_size, kv));
 }
@@ -100,7 +99,7 @@ Decoder::Decoder(const model::Model& model, const DecoderOptions& options)
     std::unique_ptr<model::RankForward> own = plan_ ? model.bind_rank(*plan_, r) : nullptr;
     const model::RankForward& fwd = own ? *own : model.whole();
     auto be = make_backend(fwd.hparams(), options_, devs[static_cast<size_t>(r)],
-                           rank_threads(options_.n_threads, n, r), group_ != nullptr, transport);
+                           rank_threads(options_.n_threads, n, r), transport);
     std::unique_ptr<comm::Communicator> c;
     if (group_) {
       c = be->communicator(*group_, r);

@@ -64,9 +64,9 @@ struct DecoderOptions {
                          //   with -sm tensor a comma-separated list, one entry per rank
   std::string split_mode = "none";  // -sm: none (one device) or tensor (one rank per -dev entry)
   std::vector<float> tensor_split;  // -ts: a positive proportion per rank (empty: even)
-  std::string allreduce = "p2p";    // -ar: how GPU ranks reduce: p2p (device memory, graphs; host where
-                                    //   peer access is missing), nccl (one rank per GPU) or host (staged
-                                    //   through host memory, no graphs); COHORT_ALLREDUCE overrides
+  std::string allreduce = "p2p";    // -ar: how GPU ranks reduce: p2p (device memory; host where peer
+                                    //   access is missing), nccl (one rank per GPU) or host (pinned host
+                                    //   memory); COHORT_ALLREDUCE overrides
   int n_gpu_layers = -1;  // -ngl: 0 the CPU; -1 (default) or more: a GPU when one is visible
   int n_ctx = 4096;      // KV capacity in tokens, over all sequences (-c)
   int n_batch = 2048;    // most tokens per decode() call (-b)

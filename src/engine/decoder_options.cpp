@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "comm/ar_routing.h"
 #include "common/comma_list.h"
 #include "common/error.h"
 #include "engine/decoder.h"
@@ -29,6 +30,7 @@ void validate_split(const DecoderOptions& o) {
   if (split_mode == "none" && !o.tensor_split.empty()) fail("-ts needs -sm tensor");
   const std::string ar = o.transport();
   if (ar != "p2p" && ar != "host" && ar != "nccl") fail("-ar {}: unknown transport (nccl, host, p2p)", ar);
+  comm::ar_routing_from_env();  // COHORT_AR_*_MIN_BYTES name their error before the model loads
   if (split_mode == "tensor") {
     std::vector<backend::DeviceChoice> where;
     for (const std::string& d : devs) where.push_back(o.device_of(d));

@@ -4,7 +4,7 @@
 // says how it is measured). Without -dev: every GPU when there are several,
 // else two ranks sharing cuda0 (which says nothing about links between
 // GPUs, only about the kernels). A transport that cannot run a
-// configuration (NCCL on a repeated GPU, -ar host in a graph) gets a row
+// configuration (NCCL on a repeated GPU) gets a row
 // that says why, so one run gives the whole table.
 #include <memory>
 #include <string>
@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "comm/ar_routing.h"
 #include "common/error.h"
 #include "tools/commands.h"
 
@@ -32,23 +33,6 @@ struct ArBenchFlags {
   std::vector<std::string> graph{"on", "off"};
   std::string output = "md";
 };
-
-// "8", "8K", "4M", "1G" (binary multiples) as bytes.
-int64_t parse_size(const std::string& s) {
-  size_t used = 0;
-  int64_t v = 0;
-  try {
-    v = std::stoll(s, &used);
-  } catch (const std::exception&) {
-    fail("--sizes: '{}' is not a size (e.g. 8, 64K, 4M)", s);
-  }
-  const std::string unit = s.substr(used);
-  const int shift = unit.empty() ? 0 : unit == "K" || unit == "k" ? 10 : unit == "M" ? 20 : unit == "G" ? 30 : -1;
-  if (shift < 0 || v < 1 || v > (int64_t{4} << (30 - shift))) {
-    fail("--sizes: '{}' is not a size from 1 byte to 4G (units K, M, G)", s);
-  }
-  return v << shift;
-}
 
 std::string size_name(int64_t b) {
   if (b >= (1 << 20) && b % (1 << 20) == 0) return fmt::format("{}M", b >> 20);
@@ -77,17 +61,23 @@ void run(const ArBenchFlags& f) {
   if (f.output != "md" && f.output != "json") fail("ar-bench: -o {}: md or json", f.output);
   cuda::ArBenchOptions o;
   o.devices = rank_devices(f.devices);
-  for (const std::string& s : f.sizes) o.sizes.push_back(parse_size(s));
+  for (const std::string& s : f.sizes) o.sizes.push_back(comm::parse_byte_size("--sizes", s));
   std::string dev_list;
   std::vector<backend::DeviceChoice> where;
   for (int d : o.devices) {
     dev_list += (dev_list.empty() ? "" : ",") + fmt::format("cuda{}", d);
     where.push_back({backend::Device::cuda, d});
   }
+  // The path each host/p2p row takes (comm/ar_routing.h); NCCL only where it can run.
+  comm::ArRouting routing = comm::ar_routing_from_env();
+  if (backend::repeated_gpu(where) >= 0) routing.nccl_min_bytes = -1;
+  const auto path = [&](const std::string& t, int64_t bytes) {
+    return t == "nccl" ? "nccl" : comm::ar_path_name(comm::ar_path(bytes, routing));
+  };
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   if (f.output == "md") {
-    fmt::print("ranks: -dev {}\n\n| transport | size | graph | median µs | p99 µs | algbw GB/s | busbw GB/s |\n"
-               "|---|---:|---|---:|---:|---:|---:|\n", dev_list);
+    fmt::print("ranks: -dev {}\n\n| transport | size | path | graph | median µs | p99 µs | algbw GB/s | busbw GB/s |\n"
+               "|---|---:|---|---|---:|---:|---:|---:|\n", dev_list);
   }
   for (const std::string& graph : f.graph) {
     if (graph != "on" && graph != "off") fail("ar-bench: --graph {}: on or off", graph);
@@ -97,7 +87,6 @@ void run(const ArBenchFlags& f) {
       std::string why;
       if (t != "nccl" && t != "host" && t != "p2p") fail("ar-bench: -ar {}: nccl, host or p2p", t);
       if (t == "nccl" && backend::repeated_gpu(where) >= 0) why = "NCCL runs one rank per GPU";
-      if (o.transport == "host" && o.graph) why = "waits on the host: no graphs";
       std::vector<cuda::ArBenchRow> result;
       if (why.empty()) {
         try {
@@ -107,17 +96,18 @@ void run(const ArBenchFlags& f) {
         }
       }
       if (!why.empty()) {
-        if (f.output == "md") fmt::print("| {} | | {} | {} | | | |\n", t, graph, why);
+        if (f.output == "md") fmt::print("| {} | | | {} | {} | | | |\n", t, graph, why);
         rows.push_back({{"transport", t}, {"graph", o.graph}, {"devices", dev_list}, {"skipped", why}});
         continue;
       }
       for (const cuda::ArBenchRow& r : result) {
         if (f.output == "md") {
-          fmt::print("| {} | {} | {} | {:.2f} | {:.2f} | {:.1f} | {:.1f} |\n", r.transport, size_name(r.bytes), graph,
-                     r.median_us, r.p99_us, r.algbw_gbs, r.busbw_gbs);
+          fmt::print("| {} | {} | {} | {} | {:.2f} | {:.2f} | {:.1f} | {:.1f} |\n", r.transport, size_name(r.bytes),
+                     path(t, r.bytes), graph, r.median_us, r.p99_us, r.algbw_gbs, r.busbw_gbs);
         }
         rows.push_back({{"transport", r.transport}, {"graph", r.graph}, {"devices", dev_list},
-                        {"n_ranks", r.n_ranks}, {"bytes", r.bytes}, {"median_us", r.median_us},
+                        {"n_ranks", r.n_ranks}, {"bytes", r.bytes}, {"path", path(t, r.bytes)},
+                        {"median_us", r.median_us},
                         {"p99_us", r.p99_us}, {"algbw_gbs", r.algbw_gbs}, {"busbw_gbs", r.busbw_gbs},
                         {"n_samples", r.n_samples}, {"calls_per_sample", r.calls_per_sample}});
       }

@@ -34,7 +34,7 @@ void add_decoder_flags(CLI::App* cmd, engine::DecoderOptions& o) {
   add_split_flags(cmd, o.split_mode, o.tensor_split);
   cmd->add_option("--allreduce", o.allreduce,
                   "-ar: how GPU ranks reduce: p2p (device memory, default; host where peer access is missing), "
-                  "nccl (one rank per GPU) or host (through host memory); COHORT_ALLREDUCE overrides");
+                  "nccl (one rank per GPU) or host (through pinned host memory); COHORT_ALLREDUCE overrides");
 }
 
 void add_split_flags(CLI::App* cmd, std::string& split_mode, std::vector<float>& tensor_split) {

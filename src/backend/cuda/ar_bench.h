@@ -34,7 +34,7 @@ struct ArBenchRow {
 };
 
 // One row per size. Throws cohort::Error where the transport cannot run
-// (NCCL missing or a repeated GPU; -ar host in a graph).
+// (NCCL missing or a repeated GPU).
 std::vector<ArBenchRow> run_ar_bench(const ArBenchOptions& options);
 
 }  // namespace cohort::cuda

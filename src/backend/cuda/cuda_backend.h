@@ -102,9 +102,8 @@ class CudaBackend final : public backend::Backend {
     return {stream_};
   }
   void load_weights(std::span<const uint8_t> host, std::span<const backend::ConstTensorView> shards) override;
-  // On this backend's stream: a P2pCommunicator (-ar p2p), an
-  // NcclCommunicator (-ar nccl), or a StagedCommunicator (-ar host; the
-  // backend must have graphs off).
+  // On this backend's stream: a P2pCommunicator (-ar p2p in device memory,
+  // -ar host in pinned host memory) or an NcclCommunicator (-ar nccl).
   std::unique_ptr<comm::Communicator> communicator(comm::CpuGroup& group, int rank) override;
   void begin_step(const backend::StepInput& in) override;
   bool selects_best() const override { return true; }

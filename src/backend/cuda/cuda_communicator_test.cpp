@@ -1,15 +1,16 @@
 // GPU ranks sharing one device, and where several GPUs are visible also
-// spread over them (rank r on GPU r mod count, so real peers), through the
-// host (-ar host, StagedCommunicator) and through device memory (-ar p2p,
-// P2pCommunicator):
-// every rank's BF16 device buffer receives bf16(sum in rank order of its
-// contributions), the rounding done here in double arithmetic, bit for bit
-// on every rank, at 8 elements, on both sides of each step in p2p's block
-// count and at the capacity, for 2 to 4 ranks and several calls in a row;
-// p2p also inside a
-// CUDA graph replayed for 1,000,000 reductions that start with the call
-// counters just below 2^32; too large a reduction is a clear error. NCCL
-// (-ar nccl) with one rank per visible GPU.
+// spread over them (rank r on GPU r mod count, so real peers), through
+// pinned host memory (-ar host) and through device memory (-ar p2p), both
+// P2pCommunicator: every rank's BF16 device buffer receives bf16(sum in rank
+// order of its contributions), the rounding done here in double arithmetic,
+// bit for bit on every rank, at 8 elements, on both sides of each step in the
+// small path's block count, one element (8, the kernels' unit) either side
+// of the copy-engine threshold and at the capacity, for 2 to 4 ranks and
+// several calls in a row; inside CUDA graphs, 1,000,000 small reductions
+// that start with the call counters just below 2^32, and small and large
+// reductions interleaved; NCCL routing where NCCL cannot run warns and keeps
+// the sums; too large a reduction is a clear error. NCCL (-ar nccl) with one
+// rank per visible GPU.
 #include <algorithm>
 #include <barrier>
 #include <memory>
@@ -17,7 +18,6 @@
 #include "backend/cuda/gpu_communicator.h"
 #include "backend/cuda/nccl_communicator.h"
 #include "backend/cuda/p2p_communicator.h"
-#include "backend/cuda/staged_communicator.h"
 
 #include <bit>
 #include <cmath>
@@ -36,7 +36,9 @@
 namespace cohort::cuda {
 namespace cuda_communicator_test {
 
-constexpr size_t kCapacity = size_t{1} << 20;  // F32 elements of staging per rank
+constexpr size_t kCapacity = size_t{1} << 20;  // elements of the largest reduction
+// The copy-engine threshold in elements (the default 512 KiB of BF16).
+constexpr int64_t kCeElems = comm::ArRouting{}.ce_min_bytes / 2;
 
 // A BF16 value (as bits) of rank r's element i: signs and magnitudes over
 // 2^-12 .. 2^12, so that sums round.
@@ -82,7 +84,8 @@ std::vector<uint16_t> one_rank(const std::string& transport, comm::CpuGroup& gro
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   std::vector<uint16_t> got;
   {
-    const std::unique_ptr<comm::Communicator> c = make_gpu_communicator(transport, group, r, stream, kCapacity);
+    const std::unique_ptr<comm::Communicator> c =
+        make_gpu_communicator(transport, group, r, stream, kCapacity, comm::ArRouting{});
     std::vector<uint16_t> mine(static_cast<size_t>(n));
     DeviceBuffer<uint16_t> x(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) mine[static_cast<size_t>(i)] = input(r, i);
@@ -100,13 +103,15 @@ std::vector<uint16_t> one_rank(const std::string& transport, comm::CpuGroup& gro
 }
 
 // The sizes checked, multiples of 8: the smallest; both sides of each step in
-// p2p's block count (one block to two, and to the most that ranks sharing a
-// GPU get, max_blocks); and the capacity.
+// the small path's block count (one block to two, and to the most that ranks
+// sharing a GPU get, max_blocks); either side of the copy-engine threshold;
+// and the capacity.
 std::vector<int64_t> sizes_for(int max_blocks) {
   int64_t two = 8, most = 8;
   while (p2p_blocks(two, max_blocks) < 2) two += 8;
   while (p2p_blocks(most, max_blocks) < max_blocks) most += 8;
-  std::vector<int64_t> sizes = {8, two - 8, two, most - 8, most, static_cast<int64_t>(kCapacity)};
+  std::vector<int64_t> sizes = {8, two - 8, two, most - 8, most, kCeElems - 8, kCeElems, kCeElems + 8,
+                                static_cast<int64_t>(kCapacity)};
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   return sizes;
@@ -143,13 +148,96 @@ TEST_P(CudaCommunicator, RanksOnOneGpuOrSpreadOverGpusGetTheRankOrderSum) {
 // Named "Cuda/..." as the other GPU suites, so that the GPU script's Cuda* filter runs it.
 INSTANTIATE_TEST_SUITE_P(Cuda, CudaCommunicator, ::testing::Values("host", "p2p"));
 
-TEST(CudaP2pCommunicator, AMillionReductionsInAReplayedGraphAcrossTheTokenWrap) {
+using Memory = P2pCommunicator::Memory;
+
+// Rank r's results of a CUDA graph that reduces `sequence` (sizes, each call
+// its own buffer, refilled with the rank's inputs before the call), replayed
+// `replays` times after the call counters were set to wrap soon, on GPU 0.
+std::vector<std::vector<uint16_t>> graph_rank(Memory memory, comm::CpuGroup& group, std::barrier<>& sync, int r,
+                                              const std::vector<int64_t>& sequence, int replays) {
+  CUDA_CHECK(cudaSetDevice(0));
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::vector<std::vector<uint16_t>> got;
+  {
+    const int64_t most = *std::max_element(sequence.begin(), sequence.end());
+    P2pCommunicator c(group, r, stream, most, memory, comm::ArRouting{});
+    std::vector<DeviceBuffer<uint16_t>> x, start;
+    for (int64_t n : sequence) {
+      std::vector<uint16_t> mine(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) mine[static_cast<size_t>(i)] = input(r, i);
+      x.emplace_back(static_cast<size_t>(n));
+      start.emplace_back(static_cast<size_t>(n)).upload(mine);
+    }
+    const auto buffer = [&](size_t j) { return comm::Buffer{x[j].data(), comm::DType::bf16, sequence[j]}; };
+    c.all_reduce_sum(buffer(0), comm::Queue{stream});  // connects, outside the capture
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    sync.arrive_and_wait();
+    c.set_history(0xffffffffu - 1000u);  // the tokens wrap after 1,000 calls
+    cudaGraph_t graph = nullptr;
+    CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    for (size_t j = 0; j < sequence.size(); ++j) {
+      CUDA_CHECK(cudaMemcpyAsync(x[j].data(), start[j].data(), x[j].size() * 2, cudaMemcpyDeviceToDevice, stream));
+      c.all_reduce_sum(buffer(j), comm::Queue{stream});
+    }
+    CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    cudaGraphExec_t exec = nullptr;
+    CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int i = 0; i < replays; ++i) CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    for (const DeviceBuffer<uint16_t>& b : x) got.push_back(b.download());
+    CUDA_CHECK(cudaGraphExecDestroy(exec));
+    CUDA_CHECK(cudaGraphDestroy(graph));
+  }
+  CUDA_CHECK(cudaStreamDestroy(stream));
+  return got;
+}
+
+// Every rank's result of every call of graph_rank against the rank-order sum.
+void expect_graph_sums(Memory memory, int n_ranks, const std::vector<int64_t>& sequence, int replays) {
+  comm::CpuGroup group(n_ranks);
+  std::barrier sync(n_ranks);
+  std::vector<std::vector<std::vector<uint16_t>>> got(static_cast<size_t>(n_ranks));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n_ranks; ++r) {
+    threads.emplace_back([&, r] { got[static_cast<size_t>(r)] = graph_rank(memory, group, sync, r, sequence, replays); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (size_t j = 0; j < sequence.size(); ++j) {
+    const std::vector<uint16_t> expect = expected_sum(n_ranks, sequence[j]);
+    for (int r = 0; r < n_ranks; ++r) {
+      EXPECT_EQ(got[static_cast<size_t>(r)][j], expect) << n_ranks << " ranks, call " << j << " of "
+                                                        << sequence[j] << " elements, rank " << r;
+    }
+  }
+}
+
+class CudaP2pCommunicator : public ::testing::TestWithParam<Memory> {};
+
+TEST_P(CudaP2pCommunicator, AMillionReductionsInAReplayedGraphAcrossTheTokenWrap) {
   COHORT_REQUIRE_CUDA_DEVICE();
-  constexpr int kRanks = 2, kPerGraph = 100, kReplays = 10000;
-  constexpr int64_t n = 4096;  // an 8 KiB message, the size of a decode step's
+  // 100 calls per graph, 10,000 replays; 8 KiB messages, the size of a decode step's.
+  expect_graph_sums(GetParam(), 2, std::vector<int64_t>(100, 4096), 10000);
+}
+
+// The large path's guard (every rank done with the previous call before a
+// copy) and the small path's slots, interleaved, small and large calls back
+// to back in both orders.
+TEST_P(CudaP2pCommunicator, SmallAndLargeReductionsInterleavedInAReplayedGraph) {
+  COHORT_REQUIRE_CUDA_DEVICE();
+  const std::vector<int64_t> sequence = {4096, kCeElems, kCeElems + 8, 8, kCeElems - 8, kCeElems, 12288};
+  for (int n_ranks : {2, 3}) expect_graph_sums(GetParam(), n_ranks, sequence, 200);
+}
+
+// With COHORT_AR_NCCL_MIN_BYTES set where NCCL cannot run (ranks sharing a
+// GPU): a warning, and every reduction still on the transport, exact.
+TEST_P(CudaP2pCommunicator, NcclRoutingOnASharedGpuWarnsAndKeepsTheTransport) {
+  COHORT_REQUIRE_CUDA_DEVICE();
+  constexpr int kRanks = 2;
+  constexpr int64_t n = 8192;
   comm::CpuGroup group(kRanks);
-  std::barrier sync(kRanks);
   std::vector<std::vector<uint16_t>> got(kRanks);
+  ::testing::internal::CaptureStderr();
   std::vector<std::thread> threads;
   for (int r = 0; r < kRanks; ++r) {
     threads.emplace_back([&, r] {
@@ -157,40 +245,43 @@ TEST(CudaP2pCommunicator, AMillionReductionsInAReplayedGraphAcrossTheTokenWrap) 
       cudaStream_t stream = nullptr;
       CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
       {
-        P2pCommunicator c(group, r, stream, n);
+        P2pCommunicator c(group, r, stream, n, GetParam(), comm::ArRouting{.nccl_min_bytes = 1024});
         std::vector<uint16_t> mine(n);
         for (int64_t i = 0; i < n; ++i) mine[static_cast<size_t>(i)] = input(r, i);
-        DeviceBuffer<uint16_t> x(n), start(n);
-        start.upload(mine);
-        const comm::Buffer buf{x.data(), comm::DType::bf16, n};
-        CUDA_CHECK(cudaMemcpy(x.data(), start.data(), n * 2, cudaMemcpyDeviceToDevice));
-        c.all_reduce_sum(buf, comm::Queue{stream});  // connects, outside the capture
-        CUDA_CHECK(cudaStreamSynchronize(stream));
-        sync.arrive_and_wait();
-        c.set_history(0xffffffffu - 1000u);  // the tokens wrap after 1,000 of the calls below
-        sync.arrive_and_wait();
-        cudaGraph_t graph = nullptr;
-        CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-        for (int i = 0; i < kPerGraph; ++i) {  // each call reduces the same contributions
-          CUDA_CHECK(cudaMemcpyAsync(x.data(), start.data(), n * 2, cudaMemcpyDeviceToDevice, stream));
-          c.all_reduce_sum(buf, comm::Queue{stream});
-        }
-        CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-        cudaGraphExec_t exec = nullptr;
-        CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-        for (int i = 0; i < kReplays; ++i) CUDA_CHECK(cudaGraphLaunch(exec, stream));
+        DeviceBuffer<uint16_t> x(n);
+        CUDA_CHECK(cudaMemcpyAsync(x.data(), mine.data(), n * 2, cudaMemcpyHostToDevice, stream));
+        c.all_reduce_sum(comm::Buffer{x.data(), comm::DType::bf16, n}, comm::Queue{stream});
         CUDA_CHECK(cudaStreamSynchronize(stream));
         got[static_cast<size_t>(r)] = x.download();
-        CUDA_CHECK(cudaGraphExecDestroy(exec));
-        CUDA_CHECK(cudaGraphDestroy(graph));
       }
       CUDA_CHECK(cudaStreamDestroy(stream));
     });
   }
   for (std::thread& t : threads) t.join();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("warning: COHORT_AR_NCCL_MIN_BYTES: NCCL runs one rank per GPU"), std::string::npos) << err;
   const std::vector<uint16_t> expect = expected_sum(kRanks, n);
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(got[static_cast<size_t>(r)], expect) << "rank " << r;
 }
+
+TEST_P(CudaP2pCommunicator, TooLargeAReductionIsAClearError) {
+  COHORT_REQUIRE_CUDA_DEVICE();
+  CUDA_CHECK(cudaSetDevice(0));
+  comm::CpuGroup group(1);
+  P2pCommunicator c(group, 0, nullptr, 16, GetParam(), comm::ArRouting{});
+  DeviceBuffer<uint16_t> x(24);
+  try {
+    c.all_reduce_sum(comm::Buffer{x.data(), comm::DType::bf16, 24}, comm::Queue{});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a reduction of 24 elements (at most 16"), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cuda, CudaP2pCommunicator, ::testing::Values(Memory::device, Memory::host),
+                         [](const ::testing::TestParamInfo<Memory>& i) {
+                           return std::string(i.param == Memory::host ? "host" : "p2p");
+                         });
 
 // NCCL with one rank per visible GPU (one rank on a one-GPU machine: the
 // call path, the rank's join and the in-place identity): on up to two ranks
@@ -225,20 +316,6 @@ TEST(CudaNcclCommunicator, OneRankPerGpuGetsTheSum) {
   for (std::thread& t : threads) t.join();
   const std::vector<uint16_t> expect = expected_sum(n_ranks, n);
   for (int r = 0; r < n_ranks; ++r) EXPECT_EQ(got[static_cast<size_t>(r)], expect) << n_ranks << " ranks, rank " << r;
-}
-
-TEST(CudaStagedCommunicator, TooLargeAReductionIsAClearError) {
-  COHORT_REQUIRE_CUDA_DEVICE();
-  CUDA_CHECK(cudaSetDevice(0));
-  comm::CpuGroup group(1);
-  StagedCommunicator c(group, 0, nullptr, 16);
-  DeviceBuffer<float> x(17);
-  try {
-    c.all_reduce_sum(comm::Buffer{x.data(), comm::DType::f32, 17}, comm::Queue{});
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("exceeds the rank's staging buffer"), std::string::npos) << e.what();
-  }
 }
 
 }  // namespace cuda_communicator_test
