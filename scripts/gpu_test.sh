@@ -18,7 +18,7 @@
 #      cuda0,cuda0[,cuda0], -ar p2p and host): a generation under memcheck
 #      and racecheck, and the perplexity run above within 1% of the CPU's,
 #      with its KL divergence, host and p2p (and p2p forced onto the host)
-#      the same bits; `cohort serve` on two ranks under every phase policy
+#      the same bits, and the same logits byte for byte over 6 x 512 tokens; `cohort serve` on two ranks under every phase policy
 #      (8 concurrent chats each); `cohort ar-bench` (JSON per -dev) and
 #      under memcheck,
 #   3c. the CPU's serving tests (phase invariants on the batch trace, the
@@ -121,11 +121,12 @@ log="$LOGS/run-tp-memcheck.txt"
   "$BIN/cohort" run -m "$WORK/tiny-tp-qwen2.gguf" -sm tensor -dev cuda0,cuda0 -ar p2p -p "a short prompt" -n 24 --temp 0 \
   >"$log" 2>&1 || { tail -40 "$log"; echo "memcheck of a tensor-parallel generation FAILED"; failed+=("memcheck tp"); }
 grep -E "ERROR SUMMARY" "$log" || true
-# racecheck runs one kernel at a time, so -ar p2p (whose ranks' kernels wait
-# for each other) cannot run under it: the ranks reduce through the host.
+# racecheck runs one kernel at a time, so ranks whose reduction kernels wait
+# for each other (-ar p2p and host alike) cannot run under it: one rank, whose
+# reduction kernel waits only for its own tokens, in pinned host memory.
 log="$LOGS/run-tp-racecheck.txt"
 timeout 300 "$SANITIZER" --tool racecheck --error-exitcode 1 --print-limit 20 \
-  "$BIN/cohort" run -m "$WORK/tiny-tp-qwen2.gguf" -sm tensor -dev cuda0,cuda0 -ar host -p "a short prompt" -n 8 --temp 0 \
+  "$BIN/cohort" run -m "$WORK/tiny-tp-qwen2.gguf" -sm tensor -dev cuda0 -ar host -p "a short prompt" -n 8 --temp 0 \
   >"$log" 2>&1 || { tail -40 "$log"; echo "racecheck of a tensor-parallel generation FAILED"; failed+=("racecheck tp"); }
 grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" || true
 for layout in "cuda0,cuda0 -ar host" "cuda0,cuda0 -ar p2p" "cuda0,cuda0 -ts 1,3 -ar p2p" \
@@ -154,6 +155,18 @@ warned = "warning: -ar p2p: COHORT_DISABLE_P2P=1" in open(sys.argv[3]).read()
 print(f"host, p2p, forced fallback (-ts 2,1,1): {ppl[:3]}, warned: {warned}; 2 ranks host, p2p: {ppl[3:]}")
 sys.exit(0 if ppl[0] == ppl[1] == ppl[2] and ppl[3] == ppl[4] and warned else 1)
 PY
+
+# The same logits byte for byte from host and p2p over 6 x 512 tokens, with
+# messages on both paths (the prefill's 512 x n_embd BF16 go by copy engines).
+for ar in host p2p; do
+  timeout 120 "$BIN/cohort" perplexity -m "$m" -f "$WORK/text.txt" -c 512 --chunks 6 -sm tensor -dev cuda0,cuda0 \
+    -ar $ar --save-logits "$WORK/tp-$ar.bin" >"$LOGS/perplexity-tp6-$ar.txt" 2>&1 || failed+=("perplexity 6 chunks $ar")
+done
+if cmp -s "$WORK/tp-host.bin" "$WORK/tp-p2p.bin" && [ -s "$WORK/tp-host.bin" ]; then
+  echo "host and p2p logits over 6 x 512 tokens: identical ($(stat -c %s "$WORK/tp-host.bin") bytes)"
+else
+  echo "host and p2p logits over 6 x 512 tokens DIFFER"; failed+=("host and p2p logits")
+fi
 
 echo "== cohort serve with two ranks sharing the GPU, under every phase policy: 8 concurrent chats"
 "$BIN/cohort" mkmodel --preset smollm-135m --type q4_k -o "$WORK/serve.gguf" 2>/dev/null
