@@ -24,8 +24,8 @@
 #      -ts 0.625,0.375 against the one-GPU run (mean KLD <= 1e-3, same top
 #      >= 99%), COHORT_DISABLE_P2P=1 with its warning and the same bytes;
 #      `compute-sanitizer --tool racecheck` on a short ar-bench of each of
-#      host and p2p (racecheck runs one kernel at a time, so p2p, whose two
-#      ranks' kernels wait for each other, may not finish: a timeout is
+#      host and p2p (racecheck runs one kernel at a time, so either, whose
+#      two ranks' kernels wait for each other, may not finish: a timeout is
 #      reported as not run, an error as a failure); checks.jsonl,
 #   4. (3 min) `cohort bench -p 512 -n 128` on the 8B model in BF16 and Q4_K,
 #      one GPU (-dev cuda0) beside -sm tensor -dev cuda0,cuda1 with each of
@@ -297,8 +297,8 @@ stage3() {
     fi
     rm -f "$WORK/$t"-*.bin
   done
-  # racecheck: shared-memory hazards of the reduction kernels (host: copies
-  # and the conversion kernels; p2p: the reduction kernel on both GPUs).
+  # racecheck: shared-memory hazards of the reduction kernels on both GPUs
+  # (host: over pinned host memory; p2p: over the peers' device memory).
   for t in host p2p; do
     log="$LOGS/racecheck-ar-bench-$t.txt"
     rc=0
