@@ -75,8 +75,9 @@ void P2pCommunicator::connect() {
   peers_.n_ranks = n;
   peers_.one_buffer = memory_ == Memory::host;
   // A rank writes into its peers' buffers at offsets of the same layout, so
-  // every rank uses the smallest capacity (each buffer holds at least that).
-  capacity_ = *std::min_element(registry_->capacity.begin(), registry_->capacity.end());
+  // every rank uses the smallest capacity (each buffer holds at least that),
+  // in whole 16-byte units so that every row starts aligned.
+  capacity_ = *std::min_element(registry_->capacity.begin(), registry_->capacity.end()) / 8 * 8;
   peers_.capacity = capacity_;
   const std::vector<int>& devices = registry_->device;
   int sharing = 0;  // the most ranks on one GPU
@@ -136,7 +137,9 @@ void P2pCommunicator::connect_nccl(bool gpu_repeats) {
       why = e.what();
     }
   }
-  if (!why.empty() && rank() == 0) {
+  if (why.empty()) return;
+  routing_.nccl_min_bytes = -1;  // sizes from there take the paths they would take without the variable
+  if (rank() == 0) {
     fmt::print(stderr, "warning: COHORT_AR_NCCL_MIN_BYTES: {}; every reduction stays on -ar {}\n", why, name());
   }
 }
