@@ -13,15 +13,10 @@
 // rank per visible GPU.
 #include <algorithm>
 #include <barrier>
-#include <memory>
-
-#include "backend/cuda/gpu_communicator.h"
-#include "backend/cuda/nccl_communicator.h"
-#include "backend/cuda/p2p_communicator.h"
-
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +26,8 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_test_util.h"
 #include "backend/cuda/device_buffer.h"
+#include "backend/cuda/gpu_communicator.h"
+#include "backend/cuda/p2p_communicator.h"
 #include "common/error.h"
 
 namespace cohort::cuda {
@@ -288,30 +285,15 @@ INSTANTIATE_TEST_SUITE_P(Cuda, CudaP2pCommunicator, ::testing::Values(Memory::de
 // a single F32 addition rounded to BF16, the bits of the rank-order sum.
 TEST(CudaNcclCommunicator, OneRankPerGpuGetsTheSum) {
   COHORT_REQUIRE_CUDA_DEVICE();
-  int n_ranks = 0;
-  CUDA_CHECK(cudaGetDeviceCount(&n_ranks));
-  n_ranks = std::min(n_ranks, 2);
+  int n_gpus = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&n_gpus));
+  const int n_ranks = std::min(n_gpus, 2);
   constexpr int64_t n = 4104;
   comm::CpuGroup group(n_ranks);
   std::vector<std::vector<uint16_t>> got(static_cast<size_t>(n_ranks));
   std::vector<std::thread> threads;
   for (int r = 0; r < n_ranks; ++r) {
-    threads.emplace_back([&, r] {
-      CUDA_CHECK(cudaSetDevice(r));
-      cudaStream_t stream = nullptr;
-      CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-      {
-        NcclCommunicator c(group, r, stream);
-        std::vector<uint16_t> mine(n);
-        for (int64_t i = 0; i < n; ++i) mine[static_cast<size_t>(i)] = input(r, i);
-        DeviceBuffer<uint16_t> x(n);
-        CUDA_CHECK(cudaMemcpyAsync(x.data(), mine.data(), n * 2, cudaMemcpyHostToDevice, stream));
-        c.all_reduce_sum(comm::Buffer{x.data(), comm::DType::bf16, n}, comm::Queue{stream});
-        CUDA_CHECK(cudaStreamSynchronize(stream));
-        got[static_cast<size_t>(r)] = x.download();
-      }
-      CUDA_CHECK(cudaStreamDestroy(stream));
-    });
+    threads.emplace_back([&, r] { got[static_cast<size_t>(r)] = one_rank("nccl", group, r, n_gpus, n); });
   }
   for (std::thread& t : threads) t.join();
   const std::vector<uint16_t> expect = expected_sum(n_ranks, n);
