@@ -28,7 +28,8 @@
 #   4. the kernel benchmark (cuda_kernel_bench), JSON lines kept as
 #      kernel-bench.jsonl: copy and GEMM ceilings, then every kernel,
 #   5. `cohort bench -p 512 -n 128` on `mkmodel --preset llama3-8b` in BF16,
-#      Q8_0 and Q4_K, as bench-<type>.json (COHORT_GPU_SKIP_8B=1 leaves them
+#      Q8_0 and Q4_K, as bench-<type>.json, and Q4_K's host and p2p logits
+#      over 6 x 512 tokens compared byte for byte (COHORT_GPU_SKIP_8B=1 leaves them
 #      out; COHORT_GPU_8B_TYPES picks fewer), and batched decoding at 1, 8, 32 and 64 sequences of 128 + 128
 #      tokens as bench-<type>-batched.json, and BF16 with two tensor-parallel
 #      ranks sharing the GPU as bench-bf16-tp2.json; with COHORT_GPU_PROFILE=1 and nsys on the machine, also where
@@ -156,17 +157,22 @@ print(f"host, p2p, forced fallback (-ts 2,1,1): {ppl[:3]}, warned: {warned}; 2 r
 sys.exit(0 if ppl[0] == ppl[1] == ppl[2] and ppl[3] == ppl[4] and warned else 1)
 PY
 
-# The same logits byte for byte from host and p2p over 6 x 512 tokens, with
-# messages on both paths (the prefill's 512 x n_embd BF16 go by copy engines).
-for ar in host p2p; do
-  timeout 120 "$BIN/cohort" perplexity -m "$m" -f "$WORK/text.txt" -c 512 --chunks 6 -sm tensor -dev cuda0,cuda0 \
-    -ar $ar --save-logits "$WORK/tp-$ar.bin" >"$LOGS/perplexity-tp6-$ar.txt" 2>&1 || failed+=("perplexity 6 chunks $ar")
-done
-if cmp -s "$WORK/tp-host.bin" "$WORK/tp-p2p.bin" && [ -s "$WORK/tp-host.bin" ]; then
-  echo "host and p2p logits over 6 x 512 tokens: identical ($(stat -c %s "$WORK/tp-host.bin") bytes)"
-else
-  echo "host and p2p logits over 6 x 512 tokens DIFFER"; failed+=("host and p2p logits")
-fi
+# The same logits byte for byte from host and p2p over 6 x 512 tokens on two
+# ranks sharing the GPU, with messages on both paths (a prefill's 512 rows go
+# by copy engines): model $1, named $2 in the logs.
+tp_logits_identical() {
+  for ar in host p2p; do
+    timeout 180 "$BIN/cohort" perplexity -m "$1" -f "$WORK/text.txt" -c 512 --chunks 6 -sm tensor -dev cuda0,cuda0 \
+      -ar $ar --save-logits "$WORK/tp-$ar.bin" >"$LOGS/perplexity-tp6-$2-$ar.txt" 2>&1 || failed+=("perplexity 6 x 512 $2 $ar")
+  done
+  if [ -s "$WORK/tp-host.bin" ] && cmp -s "$WORK/tp-host.bin" "$WORK/tp-p2p.bin"; then
+    echo "$2: host and p2p logits over 6 x 512 tokens identical ($(stat -c %s "$WORK/tp-host.bin") bytes)"
+  else
+    echo "$2: host and p2p logits over 6 x 512 tokens DIFFER"; failed+=("host and p2p logits $2")
+  fi
+  rm -f "$WORK"/tp-host.bin "$WORK"/tp-p2p.bin
+}
+tp_logits_identical "$m" "$(basename "$m" .gguf)"
 
 echo "== cohort serve with two ranks sharing the GPU, under every phase policy: 8 concurrent chats"
 "$BIN/cohort" mkmodel --preset smollm-135m --type q4_k -o "$WORK/serve.gguf" 2>/dev/null
@@ -255,6 +261,7 @@ for t in ${COHORT_GPU_8B_TYPES:-bf16 q8_0 q4_k}; do
     grep -h -o '"n_prompt": [0-9]*\|"n_gen": [0-9]*\|"avg_ts": [0-9.]*' "$LOGS/bench-$t-tp2.json" | paste -sd' ' |
       sed "s/^/$t -sm tensor -dev cuda0,cuda0: /" || true
   fi
+  [ "$t" = q4_k ] && tp_logits_identical "$out" "llama3-8b-$t"
   if [ "$t" != q8_0 ]; then  # batched decoding (llama-batched-bench's shape)
     timeout 300 "$BIN/cohort" bench -m "$out" -p 128 -n 128 --npl 1,8,32,64 -r 2 -o json \
       >"$LOGS/bench-$t-batched.json" 2>"$LOGS/bench-$t-batched.err" ||
