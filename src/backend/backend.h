@@ -59,8 +59,7 @@ struct BackendOptions {
   int n_threads = 0;   // CPU worker threads; 0: hardware threads (-t)
   bool exact = false;  // CPU reference path: F32 activations in every dot product (--exact)
   int poll = kDefaultPoll;  // how long waiting CPU workers spin before sleeping, 0..100 (--poll)
-  bool graphs = true;  // GPU: replay decode steps as graphs (off for ranks whose reductions
-                       //   synchronise with the host, see communicator())
+  bool graphs = true;  // GPU: replay decode steps as graphs (COHORT_CUDA_GRAPHS=0 turns them off)
   std::string allreduce = "p2p";  // GPU ranks' transport (-ar): p2p, nccl or host (resolve_transport())
 };
 
