@@ -1,4 +1,6 @@
-// DecoderOptions: where --exact computes.
+// DecoderOptions: where --exact computes; a routing variable of the
+// reductions that is not a size fails the options, naming it.
+#include <cstdlib>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -32,6 +34,21 @@ TEST(DecoderOptions, ExactOnANamedGpuIsAnErrorNamingBoth) {
   o.exact = false;
   EXPECT_EQ(o.device_of("cuda1").device, backend::Device::cuda);
   EXPECT_EQ(o.device_of("cuda1").index, 1);
+}
+
+TEST(DecoderOptions, ARoutingVariableThatIsNotASizeIsAnErrorNamingIt) {
+  DecoderOptions o;
+  o.split_mode = "tensor";
+  o.device = "cpu,cpu";
+  setenv("COHORT_AR_CE_MIN_BYTES", "half", 1);
+  try {
+    o.validate();
+    ADD_FAILURE() << "COHORT_AR_CE_MIN_BYTES=half was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("COHORT_AR_CE_MIN_BYTES: 'half' is not a size"), std::string::npos) << e.what();
+  }
+  unsetenv("COHORT_AR_CE_MIN_BYTES");
+  EXPECT_NO_THROW(o.validate());
 }
 
 }  // namespace decoder_options_test
