@@ -227,6 +227,22 @@ print(f"[2] ar-bench p2p in a graph: 8 KiB {f(s8)} (<= 3.5), 512 KiB {f(s512)} (
       f"{'; skipped: ' + '; '.join(skipped) if skipped else ''} ({sys.argv[2]} s)")
 sys.exit(0 if s8 and s512 else 1)
 PY
+  # The copy-engine threshold (COHORT_AR_CE_MIN_BYTES, 512 KiB): the same
+  # sizes with the kernel at every one, beside the default run's copy engines.
+  COHORT_AR_CE_MIN_BYTES=4G timeout 300 "$BIN/cohort" ar-bench -dev cuda0,cuda1 -ar host,p2p \
+    --sizes 256K,512K,1M,4M,32M,256M --graph on -o json >"$LOGS/ar-bench-kernel.json" 2>>"$LOGS/ar-bench.err" ||
+    fail "2 ar-bench, kernel at every size" "$LOGS/ar-bench.err"
+  python3 - "$LOGS/ar-bench.json" "$LOGS/ar-bench-kernel.json" <<'PY' || true
+import json, sys
+ce, kernel = (json.load(open(f)) for f in sys.argv[1:])
+for t in ("host", "p2p"):
+    cells = []
+    for k in kernel:
+        if k.get("transport") != t or "skipped" in k: continue
+        c = next((r for r in ce if r.get("transport") == t and r.get("graph") and r.get("bytes") == k["bytes"]), None)
+        if c: cells.append(f"{k['bytes'] >> 10} KiB {c['median_us']:.1f} ({c['path']}) / {k['median_us']:.1f} (kernel)")
+    print(f"[2] {t} in a graph, default routing / kernel at every size, us: {'; '.join(cells) or 'no rows'}")
+PY
 }
 
 # Perplexity of TYPE's model in NAME's layout (the flags after NAME).
