@@ -134,7 +134,6 @@ void register_ar_bench(CLI::App& app) {
 #if defined(COHORT_HAS_CUDA)
     run(*f);
 #else
-    (void)parse_size;
     (void)size_name;
     fail("ar-bench: this cohort was built without CUDA (configure with -DCOHORT_CUDA=ON)");
 #endif
