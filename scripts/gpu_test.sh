@@ -18,9 +18,10 @@
 #      cuda0,cuda0[,cuda0], -ar p2p and host): a generation under memcheck
 #      and racecheck, and the perplexity run above within 1% of the CPU's,
 #      with its KL divergence, host and p2p (and p2p forced onto the host)
-#      the same bits, and the same logits byte for byte over 6 x 512 tokens; `cohort serve` on two ranks under every phase policy
-#      (8 concurrent chats each); `cohort ar-bench` (JSON per -dev) and
-#      under memcheck,
+#      the same bits, and the same logits byte for byte over 6 x 512
+#      tokens; `cohort serve` on two ranks under every phase policy (8
+#      concurrent chats each); `cohort ar-bench` (JSON per -dev) and under
+#      memcheck,
 #   3c. the CPU's serving tests (phase invariants on the batch trace, the
 #      policies' tokens, cancellation, the load test with GPU memory flat)
 #      against a server on the GPU, on COHORT_GPU_SERVE_MODEL (a model with a
