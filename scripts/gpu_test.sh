@@ -210,7 +210,7 @@ for dev in cuda0,cuda0 cuda0; do
 import json, sys
 for r in json.load(open(sys.argv[1])):
     if "skipped" in r: print(f"{r['devices']} {r['transport']:4} graph {r['graph']!s:5} skipped: {r['skipped']}")
-    else: print(f"{r['devices']} {r['transport']:4} graph {r['graph']!s:5} {r['bytes']:>9} B: median {r['median_us']:8.2f} us, p99 {r['p99_us']:8.2f} us, busbw {r['busbw_gbs']:6.1f} GB/s")
+    else: print(f"{r['devices']} {r['transport']:4} graph {r['graph']!s:5} {r['bytes']:>9} B ({r.get('path', '')}): median {r['median_us']:8.2f} us, p99 {r['p99_us']:8.2f} us, busbw {r['busbw_gbs']:6.1f} GB/s")
 PY
 done
 log="$LOGS/ar-bench-memcheck.txt"
