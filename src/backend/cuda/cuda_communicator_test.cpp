@@ -167,6 +167,7 @@ std::vector<std::vector<uint16_t>> graph_rank(Memory memory, comm::CpuGroup& gro
       start.emplace_back(static_cast<size_t>(n)).upload(mine);
     }
     const auto buffer = [&](size_t j) { return comm::Buffer{x[j].data(), comm::DType::bf16, sequence[j]}; };
+    CUDA_CHECK(cudaMemcpyAsync(x[0].data(), start[0].data(), x[0].size() * 2, cudaMemcpyDeviceToDevice, stream));
     c.all_reduce_sum(buffer(0), comm::Queue{stream});  // connects, outside the capture
     CUDA_CHECK(cudaStreamSynchronize(stream));
     sync.arrive_and_wait();
