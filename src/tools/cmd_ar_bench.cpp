@@ -69,8 +69,9 @@ void run(const ArBenchFlags& f) {
     where.push_back({backend::Device::cuda, d});
   }
   // The path each host/p2p row takes (comm/ar_routing.h); NCCL only where it can run.
+  const bool gpu_repeats = backend::repeated_gpu(where) >= 0;  // NCCL runs one rank per GPU
   comm::ArRouting routing = comm::ar_routing_from_env();
-  if (backend::repeated_gpu(where) >= 0) routing.nccl_min_bytes = -1;
+  if (gpu_repeats) routing.nccl_min_bytes = -1;
   const auto path = [&](const std::string& t, int64_t bytes) {
     return t == "nccl" ? "nccl" : comm::ar_path_name(comm::ar_path(bytes, routing));
   };
@@ -86,7 +87,7 @@ void run(const ArBenchFlags& f) {
       o.graph = graph == "on";
       std::string why;
       if (t != "nccl" && t != "host" && t != "p2p") fail("ar-bench: -ar {}: nccl, host or p2p", t);
-      if (t == "nccl" && backend::repeated_gpu(where) >= 0) why = "NCCL runs one rank per GPU";
+      if (t == "nccl" && gpu_repeats) why = "NCCL runs one rank per GPU";
       std::vector<cuda::ArBenchRow> result;
       if (why.empty()) {
         try {

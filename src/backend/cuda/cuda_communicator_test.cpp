@@ -72,7 +72,8 @@ std::vector<uint16_t> expected_sum(int n_ranks, int64_t n) {
 
 // Rank r's n elements after three reductions in a row on the same buffer
 // (each started from its inputs), the rank on GPU r mod n_gpus.
-std::vector<uint16_t> one_rank(const std::string& transport, comm::CpuGroup& group, int r, int n_gpus, int64_t n) {
+std::vector<uint16_t> one_rank(const std::string& transport, comm::CpuGroup& group, int r, int n_gpus, int64_t n,
+                               const comm::ArRouting& routing) {
   CUDA_CHECK(cudaSetDevice(r % n_gpus));
   // Non-blocking, as the backend's: the synchronous copies below run on the
   // legacy stream, which would otherwise wait for a peer's kernel that waits
@@ -82,7 +83,7 @@ std::vector<uint16_t> one_rank(const std::string& transport, comm::CpuGroup& gro
   std::vector<uint16_t> got;
   {
     const std::unique_ptr<comm::Communicator> c =
-        make_gpu_communicator(transport, group, r, stream, kCapacity, comm::ArRouting{});
+        make_gpu_communicator(transport, group, r, stream, kCapacity, routing);
     std::vector<uint16_t> mine(static_cast<size_t>(n));
     DeviceBuffer<uint16_t> x(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) mine[static_cast<size_t>(i)] = input(r, i);
@@ -96,6 +97,19 @@ std::vector<uint16_t> one_rank(const std::string& transport, comm::CpuGroup& gro
     got = x.download();
   }
   CUDA_CHECK(cudaStreamDestroy(stream));
+  return got;
+}
+
+// one_rank of every rank of a group of n_ranks, each on its own thread.
+std::vector<std::vector<uint16_t>> all_ranks(const std::string& transport, int n_ranks, int n_gpus, int64_t n,
+                                             const comm::ArRouting& routing = {}) {
+  comm::CpuGroup group(n_ranks);
+  std::vector<std::vector<uint16_t>> got(static_cast<size_t>(n_ranks));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n_ranks; ++r) {
+    threads.emplace_back([&, r] { got[static_cast<size_t>(r)] = one_rank(transport, group, r, n_gpus, n, routing); });
+  }
+  for (std::thread& t : threads) t.join();
   return got;
 }
 
@@ -126,13 +140,7 @@ TEST_P(CudaCommunicator, RanksOnOneGpuOrSpreadOverGpusGetTheRankOrderSum) {
     for (int n_ranks : {2, 3, 4}) {
       for (int64_t n : sizes_for(p2p_max_blocks((n_ranks + gpus - 1) / gpus))) {
         const std::vector<uint16_t> expect = expected_sum(n_ranks, n);
-        comm::CpuGroup group(n_ranks);
-        std::vector<std::vector<uint16_t>> got(static_cast<size_t>(n_ranks));
-        std::vector<std::thread> threads;
-        for (int r = 0; r < n_ranks; ++r) {
-          threads.emplace_back([&, r] { got[static_cast<size_t>(r)] = one_rank(GetParam(), group, r, gpus, n); });
-        }
-        for (std::thread& t : threads) t.join();
+        const std::vector<std::vector<uint16_t>> got = all_ranks(GetParam(), n_ranks, gpus, n);
         for (int r = 0; r < n_ranks; ++r) {
           EXPECT_EQ(got[static_cast<size_t>(r)], expect)
               << n_ranks << " ranks on " << gpus << " GPU(s), " << n << " elements, rank " << r;
@@ -146,6 +154,8 @@ TEST_P(CudaCommunicator, RanksOnOneGpuOrSpreadOverGpusGetTheRankOrderSum) {
 INSTANTIATE_TEST_SUITE_P(Cuda, CudaCommunicator, ::testing::Values("host", "p2p"));
 
 using Memory = P2pCommunicator::Memory;
+
+const char* transport_of(Memory m) { return m == Memory::host ? "host" : "p2p"; }
 
 // Rank r's results of a CUDA graph that reduces `sequence` (sizes, each call
 // its own buffer, refilled with the rank's inputs before the call), replayed
@@ -233,29 +243,9 @@ TEST_P(CudaP2pCommunicator, NcclRoutingOnASharedGpuWarnsAndKeepsTheTransport) {
   COHORT_REQUIRE_CUDA_DEVICE();
   constexpr int kRanks = 2;
   constexpr int64_t n = 8192;
-  comm::CpuGroup group(kRanks);
-  std::vector<std::vector<uint16_t>> got(kRanks);
   ::testing::internal::CaptureStderr();
-  std::vector<std::thread> threads;
-  for (int r = 0; r < kRanks; ++r) {
-    threads.emplace_back([&, r] {
-      CUDA_CHECK(cudaSetDevice(0));
-      cudaStream_t stream = nullptr;
-      CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-      {
-        P2pCommunicator c(group, r, stream, n, GetParam(), comm::ArRouting{.nccl_min_bytes = 1024});
-        std::vector<uint16_t> mine(n);
-        for (int64_t i = 0; i < n; ++i) mine[static_cast<size_t>(i)] = input(r, i);
-        DeviceBuffer<uint16_t> x(n);
-        CUDA_CHECK(cudaMemcpyAsync(x.data(), mine.data(), n * 2, cudaMemcpyHostToDevice, stream));
-        c.all_reduce_sum(comm::Buffer{x.data(), comm::DType::bf16, n}, comm::Queue{stream});
-        CUDA_CHECK(cudaStreamSynchronize(stream));
-        got[static_cast<size_t>(r)] = x.download();
-      }
-      CUDA_CHECK(cudaStreamDestroy(stream));
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  const std::vector<std::vector<uint16_t>> got =
+      all_ranks(transport_of(GetParam()), kRanks, 1, n, comm::ArRouting{.nccl_min_bytes = 1024});
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("warning: COHORT_AR_NCCL_MIN_BYTES: NCCL runs one rank per GPU"), std::string::npos) << err;
   const std::vector<uint16_t> expect = expected_sum(kRanks, n);
@@ -278,7 +268,7 @@ TEST_P(CudaP2pCommunicator, TooLargeAReductionIsAClearError) {
 
 INSTANTIATE_TEST_SUITE_P(Cuda, CudaP2pCommunicator, ::testing::Values(Memory::device, Memory::host),
                          [](const ::testing::TestParamInfo<Memory>& i) {
-                           return std::string(i.param == Memory::host ? "host" : "p2p");
+                           return std::string(transport_of(i.param));
                          });
 
 // NCCL with one rank per visible GPU (one rank on a one-GPU machine: the
@@ -290,13 +280,7 @@ TEST(CudaNcclCommunicator, OneRankPerGpuGetsTheSum) {
   CUDA_CHECK(cudaGetDeviceCount(&n_gpus));
   const int n_ranks = std::min(n_gpus, 2);
   constexpr int64_t n = 4104;
-  comm::CpuGroup group(n_ranks);
-  std::vector<std::vector<uint16_t>> got(static_cast<size_t>(n_ranks));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n_ranks; ++r) {
-    threads.emplace_back([&, r] { got[static_cast<size_t>(r)] = one_rank("nccl", group, r, n_gpus, n); });
-  }
-  for (std::thread& t : threads) t.join();
+  const std::vector<std::vector<uint16_t>> got = all_ranks("nccl", n_ranks, n_gpus, n);
   const std::vector<uint16_t> expect = expected_sum(n_ranks, n);
   for (int r = 0; r < n_ranks; ++r) EXPECT_EQ(got[static_cast<size_t>(r)], expect) << n_ranks << " ranks, rank " << r;
 }
